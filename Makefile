@@ -1,0 +1,30 @@
+# ddlsched — the two commands a new user needs: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev,plots,parquet]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/ddlsched compare --trace data/traces/philly_pollux/philly.csv --cluster philly512 \
+		--policies fifo+consolidated,sjf+consolidated,tiresias+consolidated,fifo+first_fit \
+		--max-jobs 8000 --out results/demo
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_philly.py
+
+clean:
+	rm -rf $(VENV) results .pytest_cache .ruff_cache
