@@ -1,0 +1,31 @@
+"""Physics: per-iteration time models. ``PERF_MODELS`` maps a name to its class."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ddlsched.cluster.topology import Cluster
+from ddlsched.errors import ConfigError
+from ddlsched.perf.base import IterationTime, PerfModel, Placement
+from ddlsched.perf.maxmin import MaxMinLinkSharing
+from ddlsched.perf.nocontention import NoContention
+
+PERF_MODELS: dict[str, type[PerfModel]] = {
+    NoContention.name: NoContention,
+    MaxMinLinkSharing.name: MaxMinLinkSharing,
+}
+
+
+def make_perf_model(name: str, cluster: Cluster, **params: Any) -> PerfModel:
+    try:
+        cls = PERF_MODELS[name]
+    except KeyError:
+        raise ConfigError(f"unknown perf model {name!r}; choose one of {', '.join(PERF_MODELS)}",
+                          field="perf_model") from None
+    try:
+        return cls(cluster, **params)
+    except TypeError as e:
+        raise ConfigError(str(e), field="perf_model") from None
+
+
+__all__ = ["PERF_MODELS", "IterationTime", "PerfModel", "Placement", "make_perf_model"]

@@ -1,0 +1,96 @@
+"""The pluggable per-iteration time model ("physics") interface.
+
+A perf model is *incremental*: the engine tells it when a job is placed (:meth:`PerfModel.add`) and when it
+leaves (:meth:`PerfModel.remove`); each call returns the new :class:`IterationTime` of every job whose time
+changed (the added job included). Models keep a resource → jobs index so a change only touches the jobs
+connected to it (ARCHITECTURE.md "Speed budget").
+
+Iteration time = compute + communication, with no overlap (ALGORITHMS.md §1.2, §2.2 eq. 8, §3.2):
+
+* compute: the slowest worker paces the ring, ``max_g compute_s / speed(model, type(g))``;
+* communication: model specific (see each module).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ddlsched.cluster.topology import Cluster
+from ddlsched.workload.profiles import ModelProfile
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A running job as the physics sees it."""
+
+    job_id: str
+    gpus: tuple[int, ...]
+    profile: ModelProfile
+    accum_steps: int = 1  # gradient-accumulation steps (sub-batch = batch / accum_steps), §5.2
+
+    @property
+    def num_gpus(self) -> int:
+        return len(self.gpus)
+
+
+@dataclass(frozen=True, slots=True)
+class IterationTime:
+    compute_s: float
+    comm_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.compute_s + self.comm_s
+
+
+def ring_bytes_per_hop(grad_bytes: float, n: int) -> float:
+    """Bytes each ring hop carries in one all-reduce: 2(n−1)/n · M (ALGORITHMS.md §1.5)."""
+    return 0.0 if n <= 1 else 2.0 * (n - 1) / n * grad_bytes
+
+
+def compute_time(cluster: Cluster, placement: Placement) -> float:
+    """Per-iteration compute of the slowest worker: ``compute_s / speed(model, gpu type)``."""
+    prof = placement.profile
+    types = {cluster.gpu_type[g] for g in placement.gpus}
+    slowest = min(prof.speed_on(t, cluster.gpu_types[t].speed) for t in types)
+    return prof.compute_s / slowest
+
+
+class PerfModel(ABC):
+    """Base class of every physics model. Subclasses set ``name`` and ``description``."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+
+    def __init__(self, cluster: Cluster, **params: Any) -> None:
+        if params:
+            raise TypeError(f"perf model {self.name!r}: unknown parameter(s) {sorted(params)}")
+        self.cluster = cluster
+        self._placements: dict[str, Placement] = {}
+        self._times: dict[str, IterationTime] = {}
+
+    # -- the incremental protocol -------------------------------------------------------------
+    @abstractmethod
+    def add(self, placement: Placement) -> Mapping[str, IterationTime]:
+        """Register a newly started job; return the times of every job whose time changed (incl. it)."""
+
+    @abstractmethod
+    def remove(self, job_id: str) -> Mapping[str, IterationTime]:
+        """Unregister a job; return the new times of the jobs that changed because it left."""
+
+    def isolated(self, placement: Placement) -> IterationTime:
+        """The job's time with this placement alone in the cluster (no state change)."""
+        return type(self)(self.cluster, **self.params()).add(placement)[placement.job_id]
+
+    def params(self) -> dict[str, Any]:
+        """Constructor parameters (so a model can be copied or reported)."""
+        return {}
+
+    def current(self, job_id: str) -> IterationTime:
+        return self._times[job_id]
+
+    def running(self) -> Mapping[str, Placement]:
+        return self._placements

@@ -1,0 +1,166 @@
+"""Link-level max-min fair sharing of ring all-reduce traffic on the topology (ours; ALGORITHMS.md §1.5).
+
+Each multi-worker job runs a ring over its GPUs (``Cluster.ring_hops``). One all-reduce sends
+``V = 2(w−1)/w · M`` bytes over every hop; the ring is step-synchronous, so all hops of job j advance at one
+common rate r_j and the all-reduce takes ``V / r_j + 2(w−1)·α``.
+
+Job j loads link l with ``m_jl · r_j`` where m_jl = number of its hops that cross l. Rates are the
+**weighted max-min fair** allocation found by progressive filling over jobs:
+
+    λ ← 0; every job active
+    repeat: for every link l with active jobs,
+                share_l = (efficiency·C_l − Σ_{frozen j} m_jl r_j) / Σ_{active j} m_jl
+            λ = min_l share_l ; jobs on the links attaining λ are frozen at r_j = λ
+    until no job is active
+
+A ring gets no more than its slowest hop allows, so capacity it cannot use is left to others — the
+difference from per-flow max-min. Two 4-worker rings over the same 4 NICs get C/2 each; a job inside one
+server only touches its GPUs' intra-server links.
+
+Assumption (documented, checked by ``ddlsched testbed validate``): all running rings are treated as
+communicating at once (no compute/communication phase interleaving), which is pessimistic for jobs whose
+communication is a small part of an iteration.
+
+Only the connected component (jobs linked through shared links) of a changed job is recomputed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from ddlsched.cluster.topology import Cluster
+from ddlsched.perf.base import IterationTime, PerfModel, Placement, compute_time, ring_bytes_per_hop
+
+_REL_TOL = 1e-9
+
+
+class MaxMinLinkSharing(PerfModel):
+    name = "maxmin"
+    description = "ring all-reduce flows share every link they cross, weighted max-min fair (progressive filling)"
+
+    def __init__(self, cluster: Cluster, efficiency: float = 1.0) -> None:
+        super().__init__(cluster)
+        if not 0 < efficiency <= 1:
+            raise ValueError("efficiency must be in (0, 1]")
+        self.efficiency = efficiency
+        self._cap = [link.capacity_Bps * efficiency for link in cluster.links]
+        self._link_jobs: dict[int, set[str]] = {}
+        self._job_links: dict[str, Counter[int]] = {}
+        self._rate: dict[str, float] = {}
+        self._compute: dict[str, float] = {}
+
+    def params(self) -> dict[str, Any]:
+        return {"efficiency": self.efficiency}
+
+    # ------------------------------------------------------------------ protocol
+    def add(self, placement: Placement) -> Mapping[str, IterationTime]:
+        jid = placement.job_id
+        if jid in self._placements:
+            raise ValueError(f"job {jid} is already placed")
+        self._placements[jid] = placement
+        self._compute[jid] = compute_time(self.cluster, placement)
+        hops = self.cluster.ring_hops(placement.gpus)
+        if not hops:
+            t = IterationTime(self._compute[jid], 0.0)
+            self._times[jid] = t
+            return {jid: t}
+        use: Counter[int] = Counter(lid for hop in hops for lid in hop)
+        self._job_links[jid] = use
+        for lid in use:
+            self._link_jobs.setdefault(lid, set()).add(jid)
+        changed = self._recompute(self._component(jid))
+        changed[jid] = self._times[jid]
+        return changed
+
+    def remove(self, job_id: str) -> Mapping[str, IterationTime]:
+        self._placements.pop(job_id)
+        self._times.pop(job_id)
+        self._compute.pop(job_id)
+        self._rate.pop(job_id, None)
+        use = self._job_links.pop(job_id, None)
+        if not use:
+            return {}
+        neighbours: set[str] = set()
+        for lid in use:
+            jobs = self._link_jobs[lid]
+            jobs.discard(job_id)
+            if jobs:
+                neighbours |= jobs
+            else:
+                del self._link_jobs[lid]
+        changed: dict[str, IterationTime] = {}
+        seen: set[str] = set()
+        for j in sorted(neighbours):
+            if j not in seen:
+                comp = self._component(j)
+                seen |= comp
+                changed.update(self._recompute(comp))
+        return changed
+
+    # ------------------------------------------------------------------ internals
+    def _component(self, start: str) -> set[str]:
+        comp = {start}
+        stack = [start]
+        while stack:
+            j = stack.pop()
+            for lid in self._job_links[j]:
+                for k in self._link_jobs[lid]:
+                    if k not in comp:
+                        comp.add(k)
+                        stack.append(k)
+        return comp
+
+    def _recompute(self, comp: set[str]) -> dict[str, IterationTime]:
+        rates = self.fill(comp)
+        changed: dict[str, IterationTime] = {}
+        for j in sorted(comp):
+            r = rates[j]
+            old = self._rate.get(j)
+            if old is not None and abs(old - r) <= _REL_TOL * r and j in self._times:
+                continue
+            self._rate[j] = r
+            p = self._placements[j]
+            n = p.num_gpus
+            comm = ring_bytes_per_hop(p.profile.grad_bytes, n) / r + 2 * (n - 1) * self.cluster.hop_latency_s
+            t = IterationTime(self._compute[j], comm)
+            self._times[j] = t
+            changed[j] = t
+        return changed
+
+    def fill(self, comp: set[str]) -> dict[str, float]:
+        """Weighted progressive filling over the jobs of one component; returns r_j in bytes/s per hop."""
+        links: set[int] = set()
+        for j in comp:
+            links.update(self._job_links[j])
+        active_weight = {lid: 0.0 for lid in links}
+        for j in comp:
+            for lid, m in self._job_links[j].items():
+                active_weight[lid] += m
+        used = dict.fromkeys(links, 0.0)
+        active = set(comp)
+        rates: dict[str, float] = {}
+        while active:
+            level = float("inf")
+            for lid in links:
+                w = active_weight[lid]
+                if w > 0:
+                    share = (self._cap[lid] - used[lid]) / w
+                    if share < level:
+                        level = share
+            level = max(level, 0.0)
+            bottleneck = [lid for lid in links if active_weight[lid] > 0
+                          and (self._cap[lid] - used[lid]) / active_weight[lid] <= level * (1 + 1e-12)]
+            frozen = {j for lid in bottleneck for j in self._link_jobs[lid] if j in active}
+            for j in sorted(frozen):
+                rates[j] = level
+                active.discard(j)
+                for lid, m in self._job_links[j].items():
+                    active_weight[lid] -= m
+                    used[lid] += m * level
+        return rates
+
+    def rate(self, job_id: str) -> float | None:
+        """Current per-hop rate of a communicating job (bytes/s), ``None`` for a single worker."""
+        return self._rate.get(job_id)
