@@ -1,0 +1,159 @@
+"""Free-GPU bookkeeping.
+
+:class:`FreeGPUs` is the engine's live record of which GPUs hold no job. Servers are indexed by their free
+count in bitmask *buckets* (bit s of ``bucket[k]`` is set iff server s has exactly k free GPUs), so the
+placement questions asked on every scheduling pass — "lowest server with ≥ n free", "server with the most
+free" — cost O(max GPUs per server) big-int operations instead of a scan over all servers.
+
+:class:`Allocation` is a copy-on-write overlay a policy plans with during one scheduling pass: it can take
+and release GPUs tentatively without touching the engine; the engine applies the decisions afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from ddlsched.cluster.topology import Cluster
+
+
+def _bits(mask: int) -> Iterator[int]:
+    """Indices of the set bits of ``mask``, lowest first."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+class _FreeIndex:
+    """Shared logic of the live index and the overlay: counts, buckets and per-server free sets."""
+
+    cluster: Cluster
+    _count: list[int]
+    _bucket: list[int]
+    _num_free: int
+
+    def _sets(self, server: int) -> set[int]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _own_set(self, server: int) -> set[int]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    # -- queries ----------------------------------------------------------------------------
+    @property
+    def num_free(self) -> int:
+        return self._num_free
+
+    def free_count(self, server: int) -> int:
+        return self._count[server]
+
+    def free_gpus(self, server: int) -> list[int]:
+        return sorted(self._sets(server))
+
+    def is_free(self, gpu: int) -> bool:
+        return gpu in self._sets(self.cluster.gpu_server[gpu])
+
+    def best_fit_server(self, n: int) -> int | None:
+        """Lowest-id server among those with the fewest free GPUs that are still ≥ n."""
+        for k in range(n, len(self._bucket)):
+            mask = self._bucket[k]
+            if mask:
+                return (mask & -mask).bit_length() - 1
+        return None
+
+    def servers_with_free(self) -> Iterator[int]:
+        """Servers with at least one free GPU, lowest id first."""
+        mask = 0
+        for k in range(1, len(self._bucket)):
+            mask |= self._bucket[k]
+        return _bits(mask)
+
+    def servers_by_most_free(self) -> Iterator[int]:
+        """Servers with free GPUs, most free first (ties: lowest id)."""
+        for k in range(len(self._bucket) - 1, 0, -1):
+            yield from _bits(self._bucket[k])
+
+    def all_free_gpus(self) -> list[int]:
+        out: list[int] = []
+        for s in self.servers_with_free():
+            out.extend(sorted(self._sets(s)))
+        return out
+
+    # -- updates ----------------------------------------------------------------------------
+    def _move(self, server: int, delta: int) -> None:
+        old = self._count[server]
+        new = old + delta
+        bit = 1 << server
+        self._bucket[old] &= ~bit
+        self._bucket[new] |= bit
+        self._count[server] = new
+        self._num_free += delta
+
+    def take(self, gpus: Iterable[int]) -> None:
+        gs = self.cluster.gpu_server
+        for g in gpus:
+            s = gs[g]
+            free = self._own_set(s)
+            if g not in free:
+                raise ValueError(f"GPU {g} is not free")
+            free.remove(g)
+            self._move(s, -1)
+
+    def release(self, gpus: Iterable[int]) -> None:
+        gs = self.cluster.gpu_server
+        for g in gpus:
+            s = gs[g]
+            free = self._own_set(s)
+            if g in free:
+                raise ValueError(f"GPU {g} is already free")
+            free.add(g)
+            self._move(s, +1)
+
+
+class FreeGPUs(_FreeIndex):
+    """The engine's live free-GPU index (all GPUs free at the start)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self._free = [set(gpus) for gpus in cluster.server_gpus]
+        self._count = [len(g) for g in cluster.server_gpus]
+        self._bucket = [0] * (cluster.max_gpus_per_server + 1)
+        for s, c in enumerate(self._count):
+            self._bucket[c] |= 1 << s
+        self._num_free = cluster.num_gpus
+
+    def _sets(self, server: int) -> set[int]:
+        return self._free[server]
+
+    _own_set = _sets
+
+    def overlay(self) -> Allocation:
+        return Allocation(self)
+
+
+class Allocation(_FreeIndex):
+    """A tentative, copy-on-write view of :class:`FreeGPUs` for planning one scheduling pass."""
+
+    def __init__(self, base: FreeGPUs) -> None:
+        self.cluster = base.cluster
+        self._base = base
+        self._count = list(base._count)
+        self._bucket = list(base._bucket)
+        self._num_free = base._num_free
+        self._touched: dict[int, set[int]] = {}
+        self.taken: list[int] = []
+
+    def _sets(self, server: int) -> set[int]:
+        own = self._touched.get(server)
+        return own if own is not None else self._base._free[server]
+
+    def _own_set(self, server: int) -> set[int]:
+        own = self._touched.get(server)
+        if own is None:
+            own = set(self._base._free[server])
+            self._touched[server] = own
+        return own
+
+    def take(self, gpus: Iterable[int]) -> None:
+        gpus = list(gpus)
+        super().take(gpus)
+        self.taken.extend(gpus)

@@ -1,0 +1,101 @@
+"""Baseline policies composed from an ordering and a placement (ARCHITECTURE.md: composed from parts).
+
+Non-preemptive pass: walk the queue in order and start every job that can be placed; ``backfill=False``
+stops at the first job that cannot (strict head-of-line FIFO), ``backfill=True`` skips it.
+
+Preemptive pass (SRTF, Tiresias): rank running and pending jobs together by (priority class, running
+first, key). Each pending job, best first, is placed on free GPUs; if it does not fit, running jobs of a
+strictly worse class are preempted, lowest-ranked first, until it does. If it still cannot be placed
+(fragmentation) the tentative preemptions are undone, so no job is evicted for nothing, and a job is
+never evicted for one of its own class (no thrashing inside a Tiresias queue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ddlsched.engine.decisions import Decision, Preempt, Start, WakeAt
+from ddlsched.engine.state import JobStatus, JobView
+from ddlsched.engine.view import SchedulerView
+from ddlsched.policies.base import Policy
+from ddlsched.policies.ordering import Ordering
+from ddlsched.policies.placement import PlacementStrategy
+
+
+class OrderedPolicy(Policy):
+    """An ordering + a placement (+ backfill); preemptive iff the ordering is."""
+
+    def __init__(self, ordering: Ordering, placement: PlacementStrategy, *, backfill: bool = True,
+                 name: str | None = None) -> None:
+        self.ordering = ordering
+        self.placement = placement
+        self.backfill = backfill
+        self.preemptive = ordering.preemptive
+        self.name = name or f"{ordering.name}+{placement.name}"
+
+    def reset(self) -> None:
+        self.ordering.reset()
+
+    def schedule(self, view: SchedulerView) -> Sequence[Decision]:
+        if self.preemptive:
+            return self._preemptive(view)
+        return self._non_preemptive(view)
+
+    def _sorted(self, jobs: Sequence[JobView]) -> list[JobView]:
+        if self.ordering.name == "fifo":
+            return list(jobs)  # the engine keeps the queue in arrival order
+        return sorted(jobs, key=self.ordering.key)
+
+    def _non_preemptive(self, view: SchedulerView) -> list[Decision]:
+        alloc = view.allocation()
+        out: list[Decision] = []
+        for job in self._sorted(view.pending):
+            if alloc.num_free == 0:
+                break
+            gpus = self.placement.place(job, alloc, view) if job.num_gpus <= alloc.num_free else None
+            if gpus is None:
+                if self.backfill:
+                    continue
+                break
+            alloc.take(gpus)
+            out.append(Start(job.job_id, tuple(gpus)))
+        return out
+
+    def _rank(self, job: JobView) -> tuple:
+        # class first; inside a class a running job keeps its GPUs (no same-class thrashing)
+        return (self.ordering.preempt_class(job), job.status is not JobStatus.RUNNING, self.ordering.key(job))
+
+    def _preemptive(self, view: SchedulerView) -> list[Decision]:
+        ranked = sorted([*view.running, *view.pending], key=self._rank)
+        victims = [j for j in reversed(ranked) if j.status is JobStatus.RUNNING]  # lowest rank first
+        cls = {j.job_id: self.ordering.preempt_class(j) for j in ranked}
+        alloc = view.allocation()
+        out: list[Decision] = []
+        for job in ranked:
+            if job.status is not JobStatus.PENDING:
+                continue
+            gpus = self.placement.place(job, alloc, view) if job.num_gpus <= alloc.num_free else None
+            if gpus is None:
+                eligible = [v for v in victims if cls[v.job_id] > cls[job.job_id]]
+                if alloc.num_free + sum(v.num_gpus for v in eligible) < job.num_gpus:
+                    continue
+                taken: list[JobView] = []
+                for v in eligible:
+                    alloc.release(v.gpus)
+                    taken.append(v)
+                    gpus = self.placement.place(job, alloc, view)
+                    if gpus is not None:
+                        break
+                if gpus is None:  # fragmentation: undo the tentative preemptions
+                    for v in taken:
+                        alloc.take(v.gpus)
+                    continue
+                for v in taken:
+                    victims.remove(v)
+                    out.append(Preempt(v.job_id))
+            alloc.take(gpus)
+            out.append(Start(job.job_id, tuple(gpus)))
+        wake = self.ordering.next_change(view)
+        if wake is not None and wake > view.now:
+            out.append(WakeAt(wake))
+        return out

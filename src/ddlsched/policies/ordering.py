@@ -1,0 +1,142 @@
+"""Queue orderings (ALGORITHMS.md §1.1, §5.5; Tiresias' discretised 2D-LAS).
+
+| name     | key (smaller runs first)                                      | preemptive |
+|----------|---------------------------------------------------------------|------------|
+| fifo     | arrival order                                                 | no         |
+| sjf      | ideal (alone, consolidated) run time                          | no         |
+| srtf     | remaining ideal run time (clairvoyant)                        | yes        |
+| tiresias | (queue by attained service, arrival); starvation guard         | yes        |
+
+SJF/SRTF use the clairvoyant size: iterations × alone-and-consolidated iteration time.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from bisect import bisect_right
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from ddlsched.engine.state import JobStatus, JobView
+from ddlsched.engine.view import SchedulerView
+
+
+class Ordering(ABC):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    preemptive: ClassVar[bool] = False
+
+    @abstractmethod
+    def key(self, job: JobView) -> Any: ...
+
+    def preempt_class(self, job: JobView) -> Any:
+        """A running job may be preempted only for a job of a strictly smaller class (default: the key)."""
+        return self.key(job)
+
+    def next_change(self, view: SchedulerView) -> float | None:
+        """Earliest future time at which some job's key changes (so the policy must run again)."""
+        return None
+
+    def reset(self) -> None:
+        """Forget per-run state."""
+
+
+class Fifo(Ordering):
+    name = "fifo"
+    description = "first come, first served"
+
+    def key(self, job: JobView) -> Any:
+        return job.seq
+
+
+class Sjf(Ordering):
+    name = "sjf"
+    description = "shortest job first by ideal run time (non-preemptive, clairvoyant)"
+
+    def key(self, job: JobView) -> Any:
+        return (job.ideal_run_s, job.seq)
+
+
+class Srtf(Ordering):
+    name = "srtf"
+    description = "shortest remaining time first (preemptive, clairvoyant)"
+    preemptive = True
+
+    def key(self, job: JobView) -> Any:
+        return (job.remaining_ideal_s, job.seq)
+
+
+class Tiresias(Ordering):
+    """Discretised 2D-LAS (Tiresias; ALGORITHMS.md §5.5 gives the SJF-BSBF authors' settings).
+
+    queue(j) = number of thresholds ≤ counted service, where service is GPU-seconds (``gpu_time``) or
+    executed seconds (``time``). Inside a queue: arrival order; a running job is only preempted for a job
+    of a strictly higher queue. Starvation guard: a pending job that has run before and has waited
+    ≥ ``starvation_factor`` × its executed time is promoted to queue 0, and its counted service restarts
+    from zero (so it keeps queue 0 for a full quantum instead of being demoted at once, which would make
+    jobs ping-pong). ``starvation_factor=None`` disables the guard.
+    """
+
+    name = "tiresias"
+    description = "discretised 2D least-attained-service queues with a starvation guard (preemptive)"
+    preemptive = True
+
+    def __init__(self, thresholds: Sequence[float] = (3600.0,), service: str = "gpu_time",
+                 starvation_factor: float | None = 1.0) -> None:
+        if service not in ("gpu_time", "time"):
+            raise ValueError("service must be 'gpu_time' or 'time'")
+        thresholds = [float(t) for t in thresholds]
+        if thresholds != sorted(thresholds) or any(t <= 0 for t in thresholds):
+            raise ValueError("thresholds must be positive and increasing")
+        self.thresholds = thresholds
+        self.service = service
+        self.starvation_factor = starvation_factor
+        self._base: dict[str, float] = {}
+
+    def reset(self) -> None:
+        self._base.clear()
+
+    def _raw(self, job: JobView) -> float:
+        return job.attained_gpu_s if self.service == "gpu_time" else job.executed_s
+
+    def counted_service(self, job: JobView) -> float:
+        return self._raw(job) - self._base.get(job.job_id, 0.0)
+
+    def queue(self, job: JobView) -> int:
+        q = bisect_right(self.thresholds, self.counted_service(job))
+        f = self.starvation_factor
+        if q and f is not None and job.status is JobStatus.PENDING:
+            executed = job.executed_s
+            if executed > 0 and job.waiting_s >= f * executed:
+                self._base[job.job_id] = self._raw(job)  # promotion: service counted afresh
+                return 0
+        return q
+
+    def key(self, job: JobView) -> Any:
+        return (self.queue(job), job.seq)
+
+    def preempt_class(self, job: JobView) -> Any:
+        return self.queue(job)
+
+    def next_change(self, view: SchedulerView) -> float | None:
+        best = math.inf
+        now = view.now
+        for job in view.running:
+            a = self.counted_service(job)
+            i = bisect_right(self.thresholds, a)
+            if i < len(self.thresholds):
+                rate = job.num_gpus if self.service == "gpu_time" else 1.0
+                best = min(best, now + (self.thresholds[i] - a) / rate)
+        f = self.starvation_factor
+        if f is not None:
+            for job in view.pending:
+                executed = job.executed_s
+                if executed > 0 and bisect_right(self.thresholds, self.counted_service(job)) > 0:
+                    t = now + f * executed - job.waiting_s
+                    if t > now:
+                        best = min(best, t)
+        return None if best == math.inf else best
+
+
+ORDERINGS: dict[str, type[Ordering]] = {cls.name: cls for cls in (Fifo, Sjf, Srtf, Tiresias)}
