@@ -42,7 +42,7 @@ FORMATS: dict[str, TraceFormat] = {
 }
 
 _MURI_EXTRA = {"batch_size", "iteration_time", "resource_time_0", "priority"}
-_TIRESIAS_JOB = {"job_id", "num_gpu", "submit_time", "iterations", "model_name"}
+_TIRESIAS_JOB = {"job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval"}
 _CLUSTER_SPEC = {"num_switch", "num_node_p_switch", "num_gpu_p_node"}
 
 
