@@ -1,0 +1,33 @@
+"""Summary figures of a loaded trace."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ddlsched.workload.trace import Trace
+
+
+def trace_info(trace: Trace) -> dict[str, Any]:
+    """Job count, GPU-size histogram, arrival span, format, GPU-seconds (when every job has a duration),
+    model histogram, skipped rows and the loader's notes."""
+    jobs = trace.jobs
+    arrivals = [j.arrival_s for j in jobs]
+    with_dur = [j for j in jobs if j.duration_s is not None]
+    gpu_s = sum(j.duration_s * j.num_gpus for j in with_dur)  # type: ignore[operator]
+    return {
+        "path": trace.path,
+        "format": trace.format,
+        "jobs": len(jobs),
+        "gpu_histogram": dict(sorted(Counter(j.num_gpus for j in jobs).items())),
+        "model_histogram": dict(sorted(Counter(j.model for j in jobs).items())),
+        "first_arrival_s": min(arrivals) if arrivals else None,
+        "last_arrival_s": max(arrivals) if arrivals else None,
+        "span_s": (max(arrivals) - min(arrivals)) if arrivals else None,
+        "total_gpus_requested": sum(j.num_gpus for j in jobs),
+        "jobs_with_duration": len(with_dur),
+        "total_gpu_seconds": gpu_s if jobs and len(with_dur) == len(jobs) else None,
+        "skipped": trace.skipped,
+        "skipped_reasons": list(trace.skipped_reasons),
+        "notes": list(trace.notes),
+    }
