@@ -1,0 +1,1 @@
+"""Experiments: paper reproductions (``ddlsched reproduce NAME``), comparisons and sweeps."""
