@@ -80,20 +80,17 @@ class JobState:
 class JobView:
     """A read-only window on a job for policies. Time-dependent figures are given as of the engine's now."""
 
-    __slots__ = ("_clock", "_s")
+    __slots__ = ("_clock", "_s", "job_id")
 
     def __init__(self, state: JobState, clock: _Clock) -> None:
         self._s = state
         self._clock = clock
+        self.job_id: str = state.spec.job_id
 
     def __repr__(self) -> str:
         return f"JobView({self.job_id}, {self.status.value}, gpus={self.num_gpus})"
 
     # static
-    @property
-    def job_id(self) -> str:
-        return self._s.spec.job_id
-
     @property
     def spec(self) -> JobSpec:
         return self._s.spec

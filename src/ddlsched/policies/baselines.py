@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ddlsched.engine.decisions import Decision, Preempt, Start, WakeAt
-from ddlsched.engine.state import JobStatus, JobView
+from ddlsched.engine.state import JobView
 from ddlsched.engine.view import SchedulerView
 from ddlsched.policies.base import Policy
 from ddlsched.policies.ordering import Ordering
@@ -61,23 +61,42 @@ class OrderedPolicy(Policy):
             out.append(Start(job.job_id, tuple(gpus)))
         return out
 
-    def _rank(self, job: JobView) -> tuple:
-        # class first; inside a class a running job keeps its GPUs (no same-class thrashing)
-        return (self.ordering.preempt_class(job), job.status is not JobStatus.RUNNING, self.ordering.key(job))
-
     def _preemptive(self, view: SchedulerView) -> list[Decision]:
-        ranked = sorted([*view.running, *view.pending], key=self._rank)
-        victims = [j for j in reversed(ranked) if j.status is JobStatus.RUNNING]  # lowest rank first
-        cls = {j.job_id: self.ordering.preempt_class(j) for j in ranked}
+        pending = view.pending
+        if not pending:
+            return []  # preemption only ever makes room for a queued job
+        order = self.ordering
+        ranks: dict[str, tuple] = {}
+        for j in pending:
+            cls, key = order.rank(j)
+            ranks[j.job_id] = (cls, True, key)
+        victims: list[JobView] | None = None  # running jobs, worst rank first; built on first need
+
+        def running_victims() -> list[JobView]:
+            for j in view.running:
+                cls, key = order.rank(j)
+                ranks[j.job_id] = (cls, False, key)  # running first inside a class
+            return sorted(view.running, key=lambda j: ranks[j.job_id], reverse=True)
+
         alloc = view.allocation()
         out: list[Decision] = []
-        for job in ranked:
-            if job.status is not JobStatus.PENDING:
-                continue
+        waiting = False
+        for job in sorted(pending, key=lambda j: ranks[j.job_id]):
             gpus = self.placement.place(job, alloc, view) if job.num_gpus <= alloc.num_free else None
             if gpus is None:
-                eligible = [v for v in victims if cls[v.job_id] > cls[job.job_id]]
+                if victims is None:
+                    victims = running_victims()
+                job_class = ranks[job.job_id][0]
+                # victims are sorted worst class first: the eligible ones (strictly worse class) are a prefix
+                n_eligible = 0
+                while n_eligible < len(victims) and ranks[victims[n_eligible].job_id][0] > job_class:
+                    n_eligible += 1
+                if n_eligible == 0 and alloc.num_free == 0:
+                    waiting = True
+                    break  # nothing free and nobody this job (or any later one) may evict
+                eligible = victims[:n_eligible]
                 if alloc.num_free + sum(v.num_gpus for v in eligible) < job.num_gpus:
+                    waiting = True
                     continue
                 taken: list[JobView] = []
                 for v in eligible:
@@ -89,13 +108,14 @@ class OrderedPolicy(Policy):
                 if gpus is None:  # fragmentation: undo the tentative preemptions
                     for v in taken:
                         alloc.take(v.gpus)
+                    waiting = True
                     continue
-                for v in taken:
-                    victims.remove(v)
-                    out.append(Preempt(v.job_id))
+                del victims[: len(taken)]
+                out.extend(Preempt(v.job_id) for v in taken)
             alloc.take(gpus)
             out.append(Start(job.job_id, tuple(gpus)))
-        wake = self.ordering.next_change(view)
-        if wake is not None and wake > view.now:
-            out.append(WakeAt(wake))
+        if waiting:
+            wake = order.next_change(view)
+            if wake is not None and wake > view.now:
+                out.append(WakeAt(wake))
         return out

@@ -34,6 +34,10 @@ class Ordering(ABC):
         """A running job may be preempted only for a job of a strictly smaller class (default: the key)."""
         return self.key(job)
 
+    def rank(self, job: JobView) -> tuple[Any, Any]:
+        """(preempt class, key), computed together (override when both come from one costly figure)."""
+        return self.preempt_class(job), self.key(job)
+
     def next_change(self, view: SchedulerView) -> float | None:
         """Earliest future time at which some job's key changes (so the policy must run again)."""
         return None
@@ -104,12 +108,13 @@ class Tiresias(Ordering):
         return self._raw(job) - self._base.get(job.job_id, 0.0)
 
     def queue(self, job: JobView) -> int:
-        q = bisect_right(self.thresholds, self.counted_service(job))
+        raw = self._raw(job)
+        q = bisect_right(self.thresholds, raw - self._base.get(job.job_id, 0.0))
         f = self.starvation_factor
         if q and f is not None and job.status is JobStatus.PENDING:
             executed = job.executed_s
             if executed > 0 and job.waiting_s >= f * executed:
-                self._base[job.job_id] = self._raw(job)  # promotion: service counted afresh
+                self._base[job.job_id] = raw  # promotion: service counted afresh
                 return 0
         return q
 
@@ -118,6 +123,10 @@ class Tiresias(Ordering):
 
     def preempt_class(self, job: JobView) -> Any:
         return self.queue(job)
+
+    def rank(self, job: JobView) -> tuple[Any, Any]:
+        q = self.queue(job)
+        return q, (q, job.seq)
 
     def next_change(self, view: SchedulerView) -> float | None:
         best = math.inf
