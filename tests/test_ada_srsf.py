@@ -26,13 +26,13 @@ class _StubEngine:
     def __init__(self, ongoing: list[float]) -> None:
         self._ongoing = [_Transfer(x) for x in ongoing]
 
-    def k_max(self, job):  # noqa: ANN001
+    def k_max(self, job):
         return len(self._ongoing)
 
-    def ongoing(self, job):  # noqa: ANN001
+    def ongoing(self, job):
         return self._ongoing
 
-    def remaining_mb(self, t):  # noqa: ANN001
+    def remaining_mb(self, t):
         return t.left
 
 

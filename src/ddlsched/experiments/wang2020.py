@@ -41,7 +41,7 @@ def avg_jct(seed: int, policy: TaskLevelPolicy, n_jobs: int, scale: int) -> floa
 @register_reproduction("wang2020", "Wang et al. 2020 LWF-κ vs first-fit; Ada-SRSF vs SRSF(1/2/3) (task-level engine)")
 def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str], None]) -> str:
     out_dir.mkdir(parents=True, exist_ok=True)
-    n_jobs, scale = (40, 5) if quick else (160, 10)
+    n_jobs, scale = (20, 5) if quick else (160, 10)
     kappas = (1, 4) if quick else KAPPAS
     text = [f"wang2020 reproduction: {n_jobs} jobs, iterations U{{{scale}..{6 * scale}}}, seeds {seeds}; "
             "avg JCT in seconds, mean ± std over seeds\n"]
