@@ -306,7 +306,7 @@ class TaskLevelEngine:
         best_key: tuple[float, int] | None = None
         for job in self.gpu_jobs[g]:
             ph = job.phase[job.widx[g]]
-            if ph == FW_READY or ph == BW_READY:
+            if ph in (FW_READY, BW_READY):
                 key = (self.policy.priority(job), job.seq)
                 if best_key is None or key < best_key:
                     best, best_key = job, key

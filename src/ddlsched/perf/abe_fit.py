@@ -8,7 +8,8 @@ Finding (reported, not hidden): the unconstrained fit gives η < 0 — measured 
 *less* than k× from k = 1 to k = 16 on average (k = 2 costs 1.5–2.3× but k = 16 only ≈ 10.9–14.6×),
 so the linear model cannot fit the whole table with a positive contention overhead. The non-negative
 fit therefore lands on η = 0 (plain fair sharing); the unconstrained values and per-cell residuals are
-kept in the profile for transparency. Regenerate the shipped profile with ``python -m ddlsched.perf.abe_fit > .../abe_fit.json``.
+kept in the profile for transparency.
+Regenerate the shipped profile with ``python -m ddlsched.perf.abe_fit > src/ddlsched/data/profiles/abe_fit.json``.
 """
 
 from __future__ import annotations

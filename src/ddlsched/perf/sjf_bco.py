@@ -35,7 +35,7 @@ def degradation(alpha: float, k: float) -> float:
 
 class SjfBcoContention(PerfModel):
     name = "sjf_bco"
-    description = "Yu et al. 2022 eq. (8): b_e/f(α,k) bottleneck for multi-server rings, k = ξ1·#contenders, γ=ξ2·#servers"
+    description = "Yu et al. 2022 eq. (8): multi-server rings get b_e/f(α,k), k = ξ1·#contenders; γ = ξ2·#servers"
 
     def __init__(self, cluster: Cluster, xi1: float = 1.0, xi2_s: float = 0.0, alpha: float = 0.1,
                  reduce_Bps: float = 100e9, b_i_Bps: float | None = None) -> None:

@@ -210,7 +210,7 @@ def plan(cluster: Cluster, jobs: Sequence[PlanJob], *, algorithm: str = "sjf-bco
     else:
         kappas = [0]
     best = Plan(algorithm, [], horizon, None, None, False)
-    left, right = 1, int(math.ceil(horizon))
+    left, right = 1, math.ceil(horizon)
     trials = 0
     while left <= right:
         theta = (left + right) // 2
