@@ -100,7 +100,11 @@ def _run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, jobs
     config = SimConfig(perf_model=kw["perf_model"], perf_params=parse_kv(kw["perf_param"], "perf-param"),
                        restart_penalty_s=kw["restart_penalty"], seed=kw["seed"])
     show = not kw["quiet"] and err_console.is_terminal
-    if show:
+    if getattr(policy, "engine", "fluid") == "tasklevel":  # paper-2 policies: task-level DAG engine
+        from ddlsched.engine.tasklevel import simulate_tasklevel
+
+        result = simulate_tasklevel(cluster, jobs, policy, seed=kw["seed"], **policy.engine_kwargs())
+    elif show:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(TextColumn(f"[bold]{policy_name}"), BarColumn(), TextColumn("{task.completed}/{task.total} jobs"),

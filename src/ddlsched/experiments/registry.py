@@ -27,6 +27,8 @@ class Reproduction:
 _REPRODUCTIONS: dict[str, Reproduction] = {}
 # Modules that register reproductions on import.
 _MODULES: list[str] = []
+_MODULES.append("ddlsched.experiments.yu2022")
+_MODULES.append("ddlsched.experiments.wang2020")
 
 
 def register_reproduction(name: str, description: str) -> Callable[[Runner], Runner]:

@@ -6,13 +6,17 @@ from typing import Any
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.errors import ConfigError
+from ddlsched.perf.abe import AbeContention
 from ddlsched.perf.base import IterationTime, PerfModel, Placement
 from ddlsched.perf.maxmin import MaxMinLinkSharing
 from ddlsched.perf.nocontention import NoContention
+from ddlsched.perf.sjf_bco import SjfBcoContention
 
 PERF_MODELS: dict[str, type[PerfModel]] = {
     NoContention.name: NoContention,
     MaxMinLinkSharing.name: MaxMinLinkSharing,
+    SjfBcoContention.name: SjfBcoContention,
+    AbeContention.name: AbeContention,
 }
 
 

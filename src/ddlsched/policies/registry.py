@@ -35,6 +35,8 @@ _NAMED: dict[str, PolicyEntry] = {}
 
 # Modules that register named policies on import (appended to by each policy family).
 _MODULES: list[str] = []
+_MODULES.append("ddlsched.policies.ada_srsf")
+_MODULES.append("ddlsched.policies.sjf_bco")
 
 
 def register_policy(name: str, description: str, family: str = "") -> Callable[[Callable[..., Policy]],

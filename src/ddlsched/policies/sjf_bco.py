@@ -1,0 +1,322 @@
+"""SJF-BCO offline batch planner and its baselines FF, LS, RAND (Yu et al. MobiHoc'22; ALGORITHMS.md §2.4–2.6).
+
+Planner (``plan``): jobs get a start time and a GPU set on a simulated timeline [I, §2.4 "How to turn
+Algorithms 2–3 into a timeline"]: a clock ``t`` that never goes back, a per-GPU busy-until time and a per-GPU
+accumulated execution time U_g. A job is placed at ``t`` on GPUs that are free at ``t`` and satisfy
+U_g + ρ̂_j/u ≤ θ_u; if too few qualify, ``t`` advances to the next completion; if none is left the trial fails.
+Its finish is estimated as ``t + F_j·τ_j`` with τ_j from eq. (8) (:class:`~ddlsched.perf.sjf_bco.SjfBcoContention`)
+at the contention degree p_j it would see among the multi-server jobs running at ``t`` (a snapshot [I]).
+
+* **SJF-BCO** (Alg. 1): jobs by G_j ascending; for every κ, jobs with G_j ≤ κ go through **FA-FFP** (the G_j
+  free, capped GPUs of least U_g; ties prefer servers already running work [I]), larger ones through
+  **LBSGF** (servers by ΣU_g/O_s ascending, the shortest prefix with Σ O_s ≥ λ·G_j, their capped free GPUs
+  by U_g). The κ-run with the smallest estimated makespan wins; a κ-run that fails is never accepted (its
+  makespan counts as T). Only κ values that split the job sizes differently are run (identical results).
+* Bisection on integer θ_u ∈ [1, T] exactly as Alg. 1: a θ whose best κ beats the best so far tightens
+  (right = θ − 1), otherwise loosens (left = θ + 1).
+* **FF** first free capped GPUs in server order; **LS** the free capped GPUs of least U_g; both in arrival
+  order [I] with their own bisection on θ. **RAND** random free GPUs, cap θ = T (no bisection).
+
+Defaults [I]: u = 1.15, λ = 1. ρ̂_j = F_j × contention-free consolidated iteration time.
+
+As an engine policy (:class:`PlannedPolicy`, ``sjf-bco``, ``bco-ff``, ``bco-ls``, ``bco-rand``): at a call
+where some pending job is not in the current plan, the not-yet-started jobs are (re)planned from ``now``, with
+busy GPUs busy until their job's estimated end (remaining iterations × current iteration time). Starts then
+follow the plan's order on the plan's GPUs: a job starts once all its GPUs are free, and GPUs promised to an
+earlier, still-waiting job are not given to a later one. Horizon T defaults to the serial bound
+``now + Σ ρ̂_j + max busy``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ddlsched.cluster.topology import Cluster
+from ddlsched.engine.decisions import Decision, Start
+from ddlsched.engine.view import SchedulerView
+from ddlsched.perf.base import Placement
+from ddlsched.perf.sjf_bco import SjfBcoContention
+from ddlsched.policies.base import Policy
+from ddlsched.policies.registry import register_policy
+from ddlsched.workload.profiles import ModelProfile
+
+ALGORITHMS = ("sjf-bco", "ff", "ls", "rand")
+
+
+@dataclass(frozen=True)
+class PlanJob:
+    job_id: str
+    num_gpus: int
+    iterations: float
+    rho_hat: float  # estimated execution time (s), contention-free
+    profile: ModelProfile
+    seq: int = 0
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    job_id: str
+    start: float
+    end: float  # estimated
+    gpus: tuple[int, ...]
+
+
+@dataclass
+class Plan:
+    algorithm: str
+    entries: list[PlanEntry]
+    makespan: float  # estimated (planner's model)
+    theta: float | None
+    kappa: int | None
+    feasible: bool
+    trials: int = 0
+    log: list[tuple[float, int | None, float]] = field(default_factory=list)  # (θ, best κ, m_θ)
+
+
+class _Trial:
+    """One (θ_u, κ) run of the planner's timeline."""
+
+    def __init__(self, cluster: Cluster, model: SjfBcoContention, busy: Sequence[float], t0: float) -> None:
+        self.c = cluster
+        self.model = model
+        self.busy = list(busy)
+        self.U = [0.0] * cluster.num_gpus
+        self.t = t0
+        self.multi_ends: list[list[float]] = [[] for _ in range(cluster.num_servers)]
+
+    def free_capped(self, cost: float, theta: float) -> list[int]:
+        t = self.t + 1e-9
+        return [g for g in range(self.c.num_gpus) if self.busy[g] <= t and self.U[g] + cost <= theta + 1e-9]
+
+    def advance(self) -> bool:
+        later = [b for b in self.busy if b > self.t + 1e-9]
+        if not later:
+            return False
+        self.t = min(later)
+        return True
+
+    def commit(self, job: PlanJob, gpus: list[int], cost: float) -> PlanEntry:
+        servers = sorted(self.c.servers_of(gpus))
+        degree = 0
+        if len(servers) > 1:
+            degree = 1 + max(sum(1 for e in self.multi_ends[s] if e > self.t + 1e-9) for s in servers)
+        tau = self.model.iteration_time(Placement(job.job_id, tuple(gpus), job.profile), degree).total_s
+        end = self.t + job.iterations * tau
+        for g in gpus:
+            self.busy[g] = end
+            self.U[g] += cost
+        if len(servers) > 1:
+            for s in servers:
+                self.multi_ends[s].append(end)
+        return PlanEntry(job.job_id, self.t, end, tuple(sorted(gpus)))
+
+
+def _fa_ffp(tr: _Trial, job: PlanJob, cand: list[int]) -> list[int] | None:
+    if len(cand) < job.num_gpus:
+        return None
+    hosting = {tr.c.gpu_server[g] for g in range(tr.c.num_gpus) if tr.busy[g] > tr.t + 1e-9}
+    key = lambda g: (tr.U[g], tr.c.gpu_server[g] not in hosting, tr.c.gpu_server[g], g)  # noqa: E731
+    return sorted(cand, key=key)[: job.num_gpus]
+
+
+def _lbsgf(tr: _Trial, job: PlanJob, cand: list[int], lam: float) -> list[int] | None:
+    c = tr.c
+    order = sorted(range(c.num_servers),
+                   key=lambda s: (sum(tr.U[g] for g in c.server_gpus[s]) / len(c.server_gpus[s]), s))
+    chosen: set[int] = set()
+    cap = 0
+    for s in order:
+        chosen.add(s)
+        cap += len(c.server_gpus[s])
+        if cap >= lam * job.num_gpus:
+            break
+    pos = {s: i for i, s in enumerate(order)}
+    pool = [g for g in cand if c.gpu_server[g] in chosen]
+    if len(pool) < job.num_gpus:
+        return None
+    return sorted(pool, key=lambda g: (tr.U[g], pos[c.gpu_server[g]], g))[: job.num_gpus]
+
+
+def _run_trial(cluster: Cluster, model: SjfBcoContention, jobs: Sequence[PlanJob], algorithm: str, theta: float,
+               kappa: int, lam: float, u: float, busy: Sequence[float], t0: float, horizon: float,
+               rng: random.Random | None) -> tuple[float, list[PlanEntry]]:
+    """Returns (estimated makespan, entries); makespan = ``horizon`` (never accepted) on failure."""
+    tr = _Trial(cluster, model, busy, t0)
+    out: list[PlanEntry] = []
+    m = -1.0
+    for job in jobs:
+        cost = job.rho_hat / u
+        while True:
+            cand = tr.free_capped(cost, theta)
+            gpus: list[int] | None
+            if algorithm == "sjf-bco":
+                gpus = _fa_ffp(tr, job, cand) if job.num_gpus <= kappa else _lbsgf(tr, job, cand, lam)
+            elif algorithm == "ff":
+                gpus = cand[: job.num_gpus] if len(cand) >= job.num_gpus else None
+            elif algorithm == "ls":
+                gpus = sorted(cand, key=lambda g: (tr.U[g], g))[: job.num_gpus] if len(cand) >= job.num_gpus \
+                    else None
+            else:
+                assert rng is not None
+                gpus = rng.sample(cand, job.num_gpus) if len(cand) >= job.num_gpus else None
+            if gpus is not None:
+                break
+            if not tr.advance():
+                return horizon, out
+        e = tr.commit(job, gpus, cost)
+        out.append(e)
+        m = max(m, e.end)
+    return (m if m < horizon else horizon), out
+
+
+def kappa_classes(sizes: Sequence[int], kmax: int) -> list[int]:
+    """The smallest κ of each distinct split {G ≤ κ} of the job sizes, for κ in 1..kmax."""
+    out: list[int] = []
+    seen: set[frozenset[int]] = set()
+    for k in range(1, kmax + 1):
+        split = frozenset(s for s in sizes if s <= k)
+        if split not in seen:
+            seen.add(split)
+            out.append(k)
+    return out
+
+
+def plan(cluster: Cluster, jobs: Sequence[PlanJob], *, algorithm: str = "sjf-bco", horizon: float | None = None,
+         u: float = 1.15, lam: float = 1.0, kappa: int | None = None, model: SjfBcoContention | None = None,
+         busy_until: Sequence[float] | None = None, t0: float = 0.0, seed: int = 0) -> Plan:
+    """Plan ``jobs`` with SJF-BCO or a baseline (see module docstring)."""
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {ALGORITHMS}")
+    if u < 1 or lam < 1:
+        raise ValueError("u and lambda must be >= 1")
+    model = model or SjfBcoContention(cluster)
+    busy = list(busy_until) if busy_until is not None else [t0] * cluster.num_gpus
+    if horizon is None:
+        horizon = max([t0, *busy]) + sum(j.rho_hat for j in jobs) * 1.5 + 1.0
+    order = sorted(jobs, key=lambda j: (j.num_gpus, j.seq)) if algorithm == "sjf-bco" else \
+        sorted(jobs, key=lambda j: j.seq)
+    if not order:
+        return Plan(algorithm, [], t0, None, kappa, True)
+    if algorithm == "rand":
+        rng = random.Random(f"bco-rand-{seed}")
+        m, entries = _run_trial(cluster, model, order, "rand", math.inf, 0, lam, u, busy, t0, horizon, rng)
+        return Plan("rand", entries, m, None, None, m < horizon, trials=1)
+    if algorithm == "sjf-bco":
+        kmax = max(j.num_gpus for j in order)
+        kappas = [kappa] if kappa is not None else kappa_classes([j.num_gpus for j in order], kmax)
+    else:
+        kappas = [0]
+    best = Plan(algorithm, [], horizon, None, None, False)
+    left, right = 1, math.ceil(horizon)
+    trials = 0
+    while left <= right:
+        theta = (left + right) // 2
+        m_theta, y_theta, k_theta = horizon, None, None
+        for k in kappas:
+            trials += 1
+            m, entries = _run_trial(cluster, model, order, algorithm, theta, k, lam, u, busy, t0, horizon, None)
+            if m < m_theta:
+                m_theta, y_theta, k_theta = m, entries, k
+        best.log.append((theta, k_theta, m_theta))
+        if m_theta < best.makespan and y_theta is not None:
+            best = Plan(algorithm, y_theta, m_theta, theta, k_theta if algorithm == "sjf-bco" else None, True,
+                        log=best.log)
+            right = theta - 1
+        else:
+            left = theta + 1
+    best.trials = trials
+    return best
+
+
+class PlannedPolicy(Policy):
+    """Runs an SJF-BCO / FF / LS / RAND plan in an engine (see module docstring)."""
+
+    preemptive = False
+
+    def __init__(self, algorithm: str, *, u: float = 1.15, lam: float = 1.0, kappa: int | None = None,
+                 horizon_s: float | None = None, xi1: float = 1.0, xi2_s: float = 0.0, alpha: float = 0.1,
+                 name: str = "") -> None:
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {ALGORITHMS}")
+        self.algorithm, self.u, self.lam, self.kappa, self.horizon_s = algorithm, u, lam, kappa, horizon_s
+        self.model_params = {"xi1": xi1, "xi2_s": xi2_s, "alpha": alpha}
+        self.name = name or algorithm
+        self.plans: list[Plan] = []
+        self._entries: list[PlanEntry] = []
+        self._planned: set[str] = set()
+        self._model: SjfBcoContention | None = None
+        self.on_plan: Callable[[Plan], None] | None = None
+
+    def reset(self) -> None:
+        self.plans, self._entries, self._planned, self._model = [], [], set(), None
+
+    def _replan(self, view: SchedulerView) -> None:
+        c = view.cluster
+        if self._model is None:
+            self._model = SjfBcoContention(c, **self.model_params)
+        busy = [view.now] * c.num_gpus
+        for r in view.running:
+            it = r.iter_time.total_s if r.iter_time is not None else r.ideal_iter_s
+            end = view.now + r.remaining_iters * it
+            for g in r.gpus:
+                busy[g] = max(busy[g], end)
+        jobs = [PlanJob(j.job_id, j.num_gpus, j.remaining_iters, j.remaining_ideal_s, j.profile, j.seq)
+                for j in view.pending]
+        horizon = self.horizon_s if self.horizon_s is not None and self.horizon_s > view.now else None
+        p = plan(c, jobs, algorithm=self.algorithm, horizon=horizon, u=self.u, lam=self.lam, kappa=self.kappa,
+                 model=self._model, busy_until=busy, t0=view.now, seed=int(view.rng.random() * 2**31))
+        if not p.feasible:  # nothing fits under the horizon: fall back to the order alone (documented)
+            p = plan(c, jobs, algorithm=self.algorithm, horizon=None, u=self.u, lam=self.lam, kappa=self.kappa,
+                     model=self._model, busy_until=busy, t0=view.now, seed=int(view.rng.random() * 2**31))
+        self.plans.append(p)
+        if self.on_plan is not None:
+            self.on_plan(p)
+        self._entries = list(p.entries)
+        self._planned = {e.job_id for e in self._entries}
+
+    def schedule(self, view: SchedulerView) -> list[Decision]:
+        pending = {j.job_id for j in view.pending}
+        if pending - self._planned:
+            self._replan(view)
+        alloc = view.allocation()
+        reserved: set[int] = set()
+        out: list[Decision] = []
+        remaining: list[PlanEntry] = []
+        for e in self._entries:
+            if e.job_id not in pending:
+                continue
+            if not reserved.intersection(e.gpus) and all(alloc.is_free(g) for g in e.gpus):
+                alloc.take(list(e.gpus))
+                out.append(Start(e.job_id, e.gpus))
+            else:
+                reserved.update(e.gpus)
+                remaining.append(e)
+        self._entries = remaining
+        return out
+
+
+_FAMILY = "yu2022"
+_PARAMS_DOC = "params u, lam, horizon_s, xi1, xi2_s, alpha"
+
+
+@register_policy("sjf-bco", f"Yu 2022 SJF-BCO planner: bisection on θ, κ sweep, FA-FFP + LBSGF ({_PARAMS_DOC}, kappa)",
+                 family=_FAMILY)
+def sjf_bco(u: float = 1.15, lam: float = 1.0, kappa: int | None = None, horizon_s: float | None = None,
+            xi1: float = 1.0, xi2_s: float = 0.0, alpha: float = 0.1) -> PlannedPolicy:
+    return PlannedPolicy("sjf-bco", u=u, lam=lam, kappa=kappa, horizon_s=horizon_s, xi1=xi1, xi2_s=xi2_s,
+                         alpha=alpha)
+
+
+def _baseline(name: str, algorithm: str, desc: str) -> None:
+    @register_policy(name, f"Yu 2022 baseline {desc} ({_PARAMS_DOC})", family=_FAMILY)
+    def factory(u: float = 1.15, horizon_s: float | None = None, xi1: float = 1.0, xi2_s: float = 0.0,
+                alpha: float = 0.1) -> PlannedPolicy:
+        return PlannedPolicy(algorithm, u=u, horizon_s=horizon_s, xi1=xi1, xi2_s=xi2_s, alpha=alpha, name=name)
+
+
+_baseline("bco-ff", "ff", "FF: first free GPUs in server order under its own bisected cap")
+_baseline("bco-ls", "ls", "LS: least-accumulated-time GPUs under its own bisected cap")
+_baseline("bco-rand", "rand", "RAND: random free GPUs, cap = T")
