@@ -134,7 +134,8 @@ def _summary_table(rows: list[dict[str, Any]], title: str) -> Table:
     cols = [("policy", "policy", "{}"), ("done", "jobs_completed", "{:d}"), ("avg JCT h", "avg_jct_s", "h"),
             ("median JCT h", "median_jct_s", "h"), ("p99 JCT h", "p99_jct_s", "h"), ("makespan h", "makespan_s", "h"),
             ("avg queue h", "avg_queueing_s", "h"), ("comm ovh %", "comm_overhead_pct", "{:.1f}"),
-            ("GPU util", "gpu_utilization", "{:.2f}"), ("preempt", "preemptions", "{:d}"), ("wall s", "_wall_s", "{:.1f}")]
+            ("GPU util", "gpu_utilization", "{:.2f}"), ("preempt", "preemptions", "{:d}"),
+            ("wall s", "_wall_s", "{:.1f}")]
     for name, *_ in cols:
         t.add_column(name, justify="left" if name == "policy" else "right")
     for r in rows:

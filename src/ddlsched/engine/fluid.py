@@ -185,7 +185,7 @@ class Simulator:
         next_report = 0
         while True:
             while heap:
-                t, kind, _, jid, ver = heap[0]
+                _, kind, _, jid, ver = heap[0]
                 if kind == _COMPLETE:
                     st = states[jid]
                     if st.version != ver or st.status is not JobStatus.RUNNING:

@@ -42,7 +42,7 @@ class Ordering(ABC):
         """Earliest future time at which some job's key changes (so the policy must run again)."""
         return None
 
-    def reset(self) -> None:
+    def reset(self) -> None:  # noqa: B027 - optional hook
         """Forget per-run state."""
 
 
