@@ -213,7 +213,7 @@ class Simulator:
                         dirty = True
                 else:
                     woken = dirty = True
-            while i < n_arr and arrivals[i].spec.arrival_s <= now + _EPS:
+            while i < n_arr and arrivals[i].spec.arrival_s <= now:
                 st = arrivals[i]
                 i += 1
                 self.events += 1
