@@ -1,0 +1,82 @@
+"""Speed benchmark of the simulator core on the bundled Philly-derived trace (issues 2 and 6).
+
+Each (policy, cluster, jobs) cell runs in a fresh subprocess so its peak memory (ru_maxrss) is its own.
+Prints wall seconds (simulation only and including trace loading), events per second and peak memory.
+
+    python benchmarks/bench_philly.py                      # full trace, philly2048, fifo+consolidated and tiresias
+    python benchmarks/bench_philly.py --scaling            # jobs 1k/10k/82k × clusters 512/2048/8192 (fifo)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACE = ROOT / "data" / "traces" / "philly_pollux" / "philly.csv"
+
+
+def one(policy: str, cluster: str, jobs: int | None, perf: str) -> dict:
+    from ddlsched.cluster import load_cluster
+    from ddlsched.engine import SimConfig, Simulator
+    from ddlsched.metrics import summarize
+    from ddlsched.policies import make_policy
+    from ddlsched.workload.loaders import load_trace
+
+    t0 = time.perf_counter()
+    trace = load_trace(TRACE)
+    specs = trace.jobs if jobs is None else trace.jobs[:jobs]
+    c = load_cluster(cluster)
+    p = make_policy(policy)
+    p.reset()
+    t_load = time.perf_counter() - t0
+    r = Simulator(c, specs, p, SimConfig(perf_model=perf)).run()
+    s = summarize(r)
+    return {"policy": policy, "cluster": cluster, "perf_model": perf, "jobs": len(specs),
+            "completed": s["jobs_completed"], "load_s": round(t_load, 2), "sim_s": round(r.wall_s, 2),
+            "total_s": round(time.perf_counter() - t0, 2), "events": r.events,
+            "events_per_s": round(r.events / r.wall_s), "peak_mib": round(
+                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "offered_load": round(s["offered_load"], 3), "avg_jct_h": round(s["avg_jct_s"] / 3600, 3),
+            "preemptions": s["preemptions"]}
+
+
+def run_cell(policy: str, cluster: str, jobs: int | None, perf: str) -> dict:
+    cmd = [sys.executable, __file__, "--cell", json.dumps([policy, cluster, jobs, perf])]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--policies", default="fifo+consolidated,tiresias+consolidated")
+    ap.add_argument("--cluster", default="philly2048")
+    ap.add_argument("--perf-model", default="maxmin")
+    ap.add_argument("--jobs", type=int, default=None, help="first N jobs (default: all 82,247)")
+    ap.add_argument("--scaling", action="store_true", help="jobs × cluster-size scaling table (fifo+consolidated)")
+    ap.add_argument("--cell", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.cell:
+        print(json.dumps(one(*json.loads(a.cell))))
+        return
+    if a.scaling:
+        cells = [("fifo+consolidated", c, n, a.perf_model) for c in ("philly512", "philly2048", "philly8192")
+                 for n in (1000, 10000, None)]
+    else:
+        cells = [(p, a.cluster, a.jobs, a.perf_model) for p in a.policies.split(",")]
+    cols = ["policy", "cluster", "jobs", "completed", "offered_load", "sim_s", "total_s", "events", "events_per_s",
+            "peak_mib", "preemptions", "avg_jct_h"]
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    for cell in cells:
+        r = run_cell(*cell)
+        print("| " + " | ".join(str(r[c]) for c in cols) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
