@@ -9,10 +9,12 @@ from ddlsched.errors import ConfigError
 from ddlsched.perf.base import IterationTime, PerfModel, Placement
 from ddlsched.perf.maxmin import MaxMinLinkSharing
 from ddlsched.perf.nocontention import NoContention
+from ddlsched.perf.sharing import SharingPerf
 
 PERF_MODELS: dict[str, type[PerfModel]] = {
     NoContention.name: NoContention,
     MaxMinLinkSharing.name: MaxMinLinkSharing,
+    SharingPerf.name: SharingPerf,
 }
 
 

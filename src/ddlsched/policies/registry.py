@@ -34,7 +34,9 @@ class PolicyEntry:
 _NAMED: dict[str, PolicyEntry] = {}
 
 # Modules that register named policies on import (appended to by each policy family).
-_MODULES: list[str] = []
+_MODULES: list[str] = [
+    "ddlsched.policies.delay",
+]
 
 
 def register_policy(name: str, description: str, family: str = "") -> Callable[[Callable[..., Policy]],
