@@ -8,7 +8,8 @@ victim rule and the tuners follow the reference design of ALGORITHMS.md §4 and 
 level ``ℓ_j = best_level(j) + ⌊wait_j / D_j⌋`` capped at L2 (``D_j = 0`` → L2 at once; ``D_j = ∞`` → never
 relaxed), where ``wait_j`` is the time since arrival or last preemption and ``D_j`` the timer of j's
 sensitivity class (``timer_high`` 1800 s, ``timer_medium`` 300 s, ``timer_low`` 0 s) or of the tuner. The job
-starts on the tightest placement at level ≤ ℓ_j (``locality.tightest``) or keeps waiting (no head-of-line
+starts on the tightest placement at level ≤ ℓ_j (``locality.tightest``; while ℓ_j is still the best
+level an L1 placement must also use the fewest possible servers) or keeps waiting (no head-of-line
 blocking). The policy asks to be woken (``WakeAt``) exactly when the next pending job's level relaxes.
 
 **Network-sensitive preemption (§4.4)** (``preemption=True``): a pending **high** job whose best level is L0/L1,
@@ -124,7 +125,7 @@ class DelayScheduling(Policy):
             best = best_level(cluster, n)
             wait = job.waiting_s
             level = self.allowed_level(best, wait, d)
-            got = tightest(alloc, n, level, cluster)
+            got = tightest(alloc, n, level, cluster, packed=level == best)
             if got is None and self.preemption and cls == HIGH and best <= L1:
                 pw = d if self.preempt_wait is None else self.preempt_wait
                 if wait + _TOL >= pw and tightest(alloc, n, L1, cluster) is None:

@@ -67,8 +67,10 @@ def _take(alloc: Allocation, servers: Sequence[int], n: int) -> list[int]:
     return out
 
 
-def tightest(alloc: Allocation, n: int, max_level: int, cluster: Cluster) -> tuple[list[int], int] | None:
-    """The tightest free placement of ``n`` GPUs at level ≤ ``max_level`` (see module docstring)."""
+def tightest(alloc: Allocation, n: int, max_level: int, cluster: Cluster,
+             packed: bool = False) -> tuple[list[int], int] | None:
+    """The tightest free placement of ``n`` GPUs at level ≤ ``max_level`` (see module docstring).
+    ``packed``: an L1 placement must use the minimum number of servers, ⌈n / GPUs per server⌉ (YARN-CS)."""
     if n > alloc.num_free:
         return None
     s = alloc.best_fit_server(n)
@@ -89,7 +91,7 @@ def tightest(alloc: Allocation, n: int, max_level: int, cluster: Cluster) -> tup
         key = (k, total, r)
         if best is None or key < best[:3]:
             best = (k, total, r, [x for _, x in frees[:k]])
-    if best is not None:
+    if best is not None and (not packed or best[0] <= -(-n // cluster.max_gpus_per_server)):
         return _take(alloc, best[3], n), L1
     if max_level < L2:
         return None
