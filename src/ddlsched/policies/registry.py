@@ -36,6 +36,7 @@ _NAMED: dict[str, PolicyEntry] = {}
 # Modules that register named policies on import (appended to by each policy family).
 _MODULES: list[str] = [
     "ddlsched.policies.delay",
+    "ddlsched.policies.sharing",
 ]
 
 
