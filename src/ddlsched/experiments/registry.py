@@ -26,7 +26,10 @@ class Reproduction:
 
 _REPRODUCTIONS: dict[str, Reproduction] = {}
 # Modules that register reproductions on import.
-_MODULES: list[str] = []
+_MODULES: list[str] = [
+    "ddlsched.experiments.sharma2024",
+    "ddlsched.experiments.luo2024",
+]
 
 
 def register_reproduction(name: str, description: str) -> Callable[[Runner], Runner]:
