@@ -106,7 +106,7 @@ class DelayScheduling(Policy):
             return L2
         if math.isinf(timer):
             return best
-        return min(L2, best + int(math.floor((wait + _TOL) / timer)))
+        return min(L2, best + math.floor((wait + _TOL) / timer))
 
     # ------------------------------------------------------------------ pass
     def schedule(self, view: SchedulerView) -> Sequence[Decision]:

@@ -120,7 +120,9 @@ class SharingSJF(Policy):
         residents: dict[int, list[str]] = {}
         mem_used: dict[int, float] = {}
         alloc = view.allocation()
-        key = (lambda j: (j.remaining_ideal_s * (j.num_gpus if self.sort == "gpu_time" else 1), j.seq))
+        def key(j: JobView) -> tuple[float, int]:
+            return (j.remaining_ideal_s * (j.num_gpus if self.sort == "gpu_time" else 1), j.seq)
+
         out: list[Decision] = []
         running = {j.job_id: j for j in view.running}
 
@@ -137,7 +139,8 @@ class SharingSJF(Policy):
             n = a.num_gpus
             mem_a = _mem(a)
             mem_min = accum_mem(mem_a, self.steps[-1])
-            server_jobs = {s: len({j for g in cluster.server_gpus[s] for j in res(g)}) for s in range(cluster.num_servers)}
+            server_jobs = {s: len({j for g in cluster.server_gpus[s] for j in res(g)})
+                           for s in range(cluster.num_servers)}
             order = sorted(range(cluster.num_servers), key=lambda s: (server_jobs[s], s))
             cand_by_server = {s: [g for g in cluster.server_gpus[s] if len(res(g)) == 0
                                   or (len(res(g)) == 1 and res(g)[0] in running and free_mem(g) >= mem_min)]
