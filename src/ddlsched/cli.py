@@ -99,6 +99,12 @@ def _run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, jobs
     policy.reset()
     config = SimConfig(perf_model=kw["perf_model"], perf_params=parse_kv(kw["perf_param"], "perf-param"),
                        restart_penalty_s=kw["restart_penalty"], seed=kw["seed"])
+    sharing = int(getattr(policy, "max_jobs_per_gpu", 1))
+    if sharing > 1:  # GPU-sharing policies (ALGORITHMS.md §5): allow co-location and model its slowdown
+        config.max_jobs_per_gpu = sharing
+        if config.perf_model != "sharing":
+            config.perf_params = {"network": config.perf_model, "network_params": config.perf_params}
+            config.perf_model = "sharing"
     show = not kw["quiet"] and err_console.is_terminal
     if getattr(policy, "engine", "fluid") == "tasklevel":  # paper-2 policies: task-level DAG engine
         from ddlsched.engine.tasklevel import simulate_tasklevel

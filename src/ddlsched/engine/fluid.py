@@ -323,9 +323,11 @@ class Simulator:
         return mem if accum_steps == 1 else self._accum_mem(mem, accum_steps)
 
     @staticmethod
-    def _accum_mem(mem: float, accum_steps: int, static_share: float = 0.3) -> float:
-        """Memory with gradient accumulation: static part + activations ∝ sub-batch (ALGORITHMS.md §5.2, [I])."""
-        return mem * static_share + mem * (1 - static_share) / accum_steps
+    def _accum_mem(mem: float, accum_steps: int) -> float:
+        """Memory with gradient accumulation (``ddlsched.perf.interference.accum_mem``, ALGORITHMS.md §5.2 [I])."""
+        from ddlsched.perf.interference import accum_mem
+
+        return accum_mem(mem, accum_steps)
 
     def _retime(self, changed: dict[str, IterationTime] | Any, now: float) -> None:
         for jid, t in changed.items():

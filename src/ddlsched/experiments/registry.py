@@ -26,9 +26,12 @@ class Reproduction:
 
 _REPRODUCTIONS: dict[str, Reproduction] = {}
 # Modules that register reproductions on import.
-_MODULES: list[str] = []
-_MODULES.append("ddlsched.experiments.yu2022")
-_MODULES.append("ddlsched.experiments.wang2020")
+_MODULES: list[str] = [
+    "ddlsched.experiments.yu2022",
+    "ddlsched.experiments.wang2020",
+    "ddlsched.experiments.sharma2024",
+    "ddlsched.experiments.luo2024",
+]
 
 
 def register_reproduction(name: str, description: str) -> Callable[[Runner], Runner]:

@@ -11,12 +11,14 @@ from ddlsched.perf.base import IterationTime, PerfModel, Placement
 from ddlsched.perf.maxmin import MaxMinLinkSharing
 from ddlsched.perf.nocontention import NoContention
 from ddlsched.perf.sjf_bco import SjfBcoContention
+from ddlsched.perf.sharing import SharingPerf
 
 PERF_MODELS: dict[str, type[PerfModel]] = {
     NoContention.name: NoContention,
     MaxMinLinkSharing.name: MaxMinLinkSharing,
     SjfBcoContention.name: SjfBcoContention,
     AbeContention.name: AbeContention,
+    SharingPerf.name: SharingPerf,
 }
 
 

@@ -34,9 +34,12 @@ class PolicyEntry:
 _NAMED: dict[str, PolicyEntry] = {}
 
 # Modules that register named policies on import (appended to by each policy family).
-_MODULES: list[str] = []
-_MODULES.append("ddlsched.policies.ada_srsf")
-_MODULES.append("ddlsched.policies.sjf_bco")
+_MODULES: list[str] = [
+    "ddlsched.policies.ada_srsf",
+    "ddlsched.policies.sjf_bco",
+    "ddlsched.policies.delay",
+    "ddlsched.policies.sharing",
+]
 
 
 def register_policy(name: str, description: str, family: str = "") -> Callable[[Callable[..., Policy]],

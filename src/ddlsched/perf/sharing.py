@@ -1,0 +1,124 @@
+"""GPU sharing, gradient accumulation and network congestion on top of any network model
+(ALGORITHMS.md §5.2 ξ and g(s); §4.2 congestion factor c).
+
+``SharingPerf`` wraps a registered network model (``network``, default ``maxmin``) and rewrites each job's
+iteration time:
+
+    τ_j = ξ_j · ( g(s_j) · compute_j + c_j · comm_j )
+
+* compute_j, comm_j: the wrapped network model's figures (contention included);
+* g(s) = 1 + accum_penalty·(s − 1) for s = ``accum_steps`` gradient-accumulation steps [I];
+* ξ_j = max over the jobs k sharing any of j's GPUs of ξ[model_j][model_k] (the slowest worker paces the
+  ring), 1 when j shares no GPU (``ddlsched.perf.interference``; ξ scales the whole iteration, as profiled
+  pair throughputs do);
+* c_j — network congestion [I] (§4.2 "global congested-network multiplier", emulating background traffic):
+  1 for a job inside one server, ``congestion`` for a job spanning servers of one rack,
+  ``congestion · rack_congestion`` for a job spanning racks. Defaults 1 (no congestion).
+
+A job that starts sharing a GPU or whose partner leaves is re-timed (returned by ``add``/``remove``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ddlsched.cluster.topology import Cluster
+from ddlsched.perf.base import IterationTime, PerfModel, Placement
+from ddlsched.perf.interference import ACCUM_PENALTY, Interference, accum_slowdown
+
+
+class SharingPerf(PerfModel):
+    name = "sharing"
+    description = ("wraps a network model (param network=...) with GPU-sharing slowdown ξ (Gavel-derived), "
+                   "gradient-accumulation g(s) and a congestion factor for multi-server jobs")
+
+    def __init__(self, cluster: Cluster, network: str = "maxmin", network_params: dict[str, Any] | None = None,
+                 congestion: float = 1.0, rack_congestion: float = 1.0, accum_penalty: float = ACCUM_PENALTY,
+                 interference: dict[str, Any] | None = None) -> None:
+        super().__init__(cluster)
+        from ddlsched.perf import make_perf_model
+
+        if network == self.name:
+            raise ValueError("the sharing model cannot wrap itself")
+        if congestion < 1 or rack_congestion < 1 or accum_penalty < 0:
+            raise ValueError("congestion and rack_congestion must be >= 1, accum_penalty >= 0")
+        self.network, self.network_params = network, dict(network_params or {})
+        self.congestion, self.rack_congestion, self.accum_penalty = congestion, rack_congestion, accum_penalty
+        self.interference_params = dict(interference or {})
+        self.inner = make_perf_model(network, cluster, **self.network_params)
+        self.xi_table = Interference(**self.interference_params)
+        self._raw: dict[str, IterationTime] = {}
+        self._gpu_jobs: dict[int, list[str]] = {}
+        self._cfactor: dict[str, float] = {}
+
+    def params(self) -> dict[str, Any]:
+        return {"network": self.network, "network_params": self.network_params, "congestion": self.congestion,
+                "rack_congestion": self.rack_congestion, "accum_penalty": self.accum_penalty,
+                "interference": self.interference_params}
+
+    # ------------------------------------------------------------------ helpers
+    def congestion_factor(self, gpus: tuple[int, ...]) -> float:
+        c = self.cluster
+        if len(c.servers_of(gpus)) <= 1:
+            return 1.0
+        if len(c.racks_of(gpus)) <= 1:
+            return self.congestion
+        return self.congestion * self.rack_congestion
+
+    def partners(self, job_id: str) -> list[str]:
+        out: list[str] = []
+        for g in self._placements[job_id].gpus:
+            for k in self._gpu_jobs.get(g, ()):
+                if k != job_id and k not in out:
+                    out.append(k)
+        return out
+
+    def xi_of(self, job_id: str) -> float:
+        model = self._placements[job_id].profile.name
+        return max((self.xi_table.xi(model, self._placements[k].profile.name) for k in self.partners(job_id)),
+                   default=1.0)
+
+    def _final(self, job_id: str) -> IterationTime:
+        raw = self._raw[job_id]
+        p = self._placements[job_id]
+        xi = self.xi_of(job_id)
+        t = IterationTime(xi * accum_slowdown(p.accum_steps, self.accum_penalty) * raw.compute_s,
+                          xi * self._cfactor[job_id] * raw.comm_s)
+        self._times[job_id] = t
+        return t
+
+    # ------------------------------------------------------------------ protocol
+    def add(self, placement: Placement) -> Mapping[str, IterationTime]:
+        jid = placement.job_id
+        if jid in self._placements:
+            raise ValueError(f"job {jid} is already placed")
+        changed_raw = self.inner.add(placement)
+        self._placements[jid] = placement
+        self._cfactor[jid] = self.congestion_factor(placement.gpus)
+        self._raw.update(changed_raw)
+        for g in placement.gpus:
+            self._gpu_jobs.setdefault(g, []).append(jid)
+        touched = set(changed_raw) | {jid} | set(self.partners(jid))
+        return {j: self._final(j) for j in sorted(touched)}
+
+    def remove(self, job_id: str) -> Mapping[str, IterationTime]:
+        partners = self.partners(job_id)
+        for g in self._placements[job_id].gpus:
+            jobs = self._gpu_jobs[g]
+            jobs.remove(job_id)
+            if not jobs:
+                del self._gpu_jobs[g]
+        changed_raw = self.inner.remove(job_id)
+        self._placements.pop(job_id)
+        self._times.pop(job_id)
+        self._raw.pop(job_id)
+        self._cfactor.pop(job_id)
+        self._raw.update(changed_raw)
+        touched = (set(changed_raw) | set(partners)) - {job_id}
+        return {j: self._final(j) for j in sorted(touched)}
+
+    def isolated(self, placement: Placement) -> IterationTime:
+        raw = self.inner.isolated(placement)
+        return IterationTime(accum_slowdown(placement.accum_steps, self.accum_penalty) * raw.compute_s,
+                             self.congestion_factor(placement.gpus) * raw.comm_s)

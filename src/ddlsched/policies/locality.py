@@ -1,0 +1,105 @@
+"""Locality levels and tightest placements for network-sensitive scheduling (ALGORITHMS.md §4.2, §4.3 [I]).
+
+Levels: **L0** every worker in one server, **L1** several servers of one rack, **L2** across racks.
+
+``tightest(alloc, n, max_level)`` returns the tightest placement no looser than ``max_level``:
+
+* L0 — best-fit server (fewest free GPUs that still hold the job);
+* L1 — the rack needing the fewest servers (most-free servers first), ties → the rack with the fewest free
+  GPUs (best fit, to limit fragmentation), then lowest id;
+* L2 — racks by most free, servers by most free inside each (fewest racks, then fewest servers, greedily).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ddlsched.cluster.topology import Cluster
+from ddlsched.engine.allocation import Allocation
+
+L0, L1, L2 = 0, 1, 2
+
+
+def placement_level(cluster: Cluster, gpus: Sequence[int]) -> int:
+    if len(cluster.servers_of(gpus)) <= 1:
+        return L0
+    return L1 if len(cluster.racks_of(gpus)) <= 1 else L2
+
+
+def best_level(cluster: Cluster, n: int) -> int:
+    """The tightest level a job of ``n`` GPUs can ever get."""
+    if n <= cluster.max_gpus_per_server:
+        return L0
+    per_rack = max(sum(len(cluster.server_gpus[s]) for s in servers) for servers in cluster.rack_servers)
+    return L1 if n <= per_rack else L2
+
+
+def worst_gpus(cluster: Cluster, n: int) -> list[int]:
+    """The loosest placement of ``n`` GPUs: one GPU per server, servers dealt round-robin over the racks
+    (wrapping to a second GPU per server only when ``n`` exceeds the number of servers)."""
+    order: list[int] = []
+    depth = max(len(s) for s in cluster.rack_servers)
+    for k in range(depth):
+        for servers in cluster.rack_servers:
+            if k < len(servers):
+                order.append(servers[k])
+    out: list[int] = []
+    slot = 0
+    while len(out) < n:
+        for s in order:
+            gpus = cluster.server_gpus[s]
+            if slot < len(gpus):
+                out.append(gpus[slot])
+                if len(out) == n:
+                    break
+        slot += 1
+        if slot > cluster.max_gpus_per_server:
+            raise ValueError(f"{n} GPUs exceed the cluster")
+    return out
+
+
+def _take(alloc: Allocation, servers: Sequence[int], n: int) -> list[int]:
+    out: list[int] = []
+    for s in servers:
+        out.extend(alloc.free_gpus(s)[: n - len(out)])
+        if len(out) == n:
+            break
+    return out
+
+
+def tightest(alloc: Allocation, n: int, max_level: int, cluster: Cluster,
+             packed: bool = False) -> tuple[list[int], int] | None:
+    """The tightest free placement of ``n`` GPUs at level ≤ ``max_level`` (see module docstring).
+    ``packed``: an L1 placement must use the minimum number of servers, ⌈n / GPUs per server⌉ (YARN-CS)."""
+    if n > alloc.num_free:
+        return None
+    s = alloc.best_fit_server(n)
+    if s is not None:
+        return alloc.free_gpus(s)[:n], L0
+    if max_level < L1:
+        return None
+    best: tuple[int, int, int, list[int]] | None = None
+    for r, servers in enumerate(cluster.rack_servers):
+        frees = sorted(((alloc.free_count(x), x) for x in servers if alloc.free_count(x)), key=lambda t: (-t[0], t[1]))
+        total = sum(f for f, _ in frees)
+        if total < n:
+            continue
+        acc = k = 0
+        while acc < n:
+            acc += frees[k][0]
+            k += 1
+        key = (k, total, r)
+        if best is None or key < best[:3]:
+            best = (k, total, r, [x for _, x in frees[:k]])
+    if best is not None and (not packed or best[0] <= -(-n // cluster.max_gpus_per_server)):
+        return _take(alloc, best[3], n), L1
+    if max_level < L2:
+        return None
+    racks = sorted(range(cluster.num_racks),
+                   key=lambda r: (-sum(alloc.free_count(x) for x in cluster.rack_servers[r]), r))
+    servers: list[int] = []
+    for r in racks:
+        servers.extend(sorted((x for x in cluster.rack_servers[r] if alloc.free_count(x)),
+                              key=lambda x: (-alloc.free_count(x), x)))
+    gpus = _take(alloc, servers, n)
+    return (gpus, placement_level(cluster, gpus)) if len(gpus) == n else None

@@ -1,0 +1,299 @@
+"""GPU-sharing schedulers of Luo et al. 2024 (ALGORITHMS.md §5.3–§5.5): SJF-BSBF, its consolidated variant,
+SJF-FFS, and the preemptive baselines SJF/SRTF and Tiresias with the ">100 remaining iterations" rule.
+
+**Share-now-or-wait test (§5.3, [C][D]).** Job a is queued, job b runs on the GPUs a would share. With
+remaining exclusive times E_a, E_b and slowdowns ξ_a, ξ_b (Ê = ξ·E):
+
+    t_seq = E_b + E_a / 2
+    t_con = E_a/2 + (1 − 1/(2ξ_a))·Ê_b   if Ê_a ≥ Ê_b (b finishes first)
+            E_b/2 + (1 − 1/(2ξ_b))·Ê_a   otherwise
+    share ⇔ t_con < t_seq
+
+(symmetric ξ and b finishing first: share ⇔ ξ < 1.5). The sub-batch search (§5.3 [A][I]) evaluates t_con for
+every accumulation step s_a ∈ {1, 2, 4, 8} whose memory (``perf.interference.accum_mem``) fits next to b,
+with E_a(s) = E_a·g(s), and keeps the smallest; b's setting is not changed (the simple default of §5.3).
+E_a = remaining iterations × alone-and-consolidated iteration time; E_b = b's remaining iterations × its
+isolated iteration time on its GPUs. ξ comes from the same table the ``sharing`` perf model uses.
+
+**SJF-BSBF (§5.4).** Pending jobs shortest remaining time first (``sort="gpu_time"`` multiplies by GPUs).
+Candidate GPUs host ≤ 1 job and have memory for a at its smallest sub-batch; servers are visited by ascending
+number of resident jobs. Idle GPUs are used first; if they do not suffice, running partners that pass the test
+are taken by ascending t_con (``rank="t_con"``, the authors' code) or descending benefit t_seq − t_con
+(``rank="benefit"``) until the job has its GPUs; otherwise it waits. The job runs with the largest
+accumulation step chosen for any of its partners. No preemption.
+``consolidated=True`` (``sjf-bsbf-consolidated``, the code's ``sjf-bsbfs``) first tries a single server chosen by
+best fit with key (cand − need if cand ≥ need else GPUs/server, −cand, #jobs), then falls back.
+**SJF-FFS**: the same walk without the benefit test (first-fit sharing), smallest sub-batch step that fits.
+Only running jobs are sharing partners (a job started earlier in the same pass is not).
+
+**Preemptive baselines (§5.5, [C]).** Exclusive GPUs, YARN-style consolidated placement (one server if
+G ≤ GPUs/server, else whole servers in one rack); jobs ranked by (class, running first, key); when a pending job
+cannot be placed, running jobs of a strictly worse class with > ``min_remaining_iters`` (100) remaining
+iterations are preempted from the tail of the ranking, one at a time, until it fits (undone if it never fits).
+``sjf-preempt``: SRTF key. ``tiresias-700``: 2 queues, threshold 700 s of *executed time*, starvation factor 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ddlsched.engine.decisions import Decision, Preempt, Start, WakeAt
+from ddlsched.engine.state import JobStatus, JobView
+from ddlsched.engine.view import SchedulerView
+from ddlsched.perf.interference import SUB_BATCH_STEPS, Interference, accum_mem, accum_slowdown
+from ddlsched.policies.base import Policy
+from ddlsched.policies.baselines import OrderedPolicy
+from ddlsched.policies.locality import best_level, tightest
+from ddlsched.policies.ordering import Ordering, Srtf, Tiresias
+from ddlsched.policies.placement import PlacementStrategy
+from ddlsched.policies.registry import register_policy
+
+
+@dataclass(frozen=True)
+class ShareDecision:
+    share: bool
+    t_con: float
+    t_seq: float
+    steps: int = 1
+
+    @property
+    def benefit(self) -> float:
+        return self.t_seq - self.t_con
+
+
+def share_check(e_a: float, e_b: float, xi_a: float, xi_b: float) -> ShareDecision:
+    """The pairwise test of §5.3 (see the module docstring)."""
+    ha, hb = xi_a * e_a, xi_b * e_b
+    t_seq = e_b + e_a / 2.0
+    if ha >= hb:
+        t_con = e_a / 2.0 + (1.0 - 1.0 / (2.0 * xi_a)) * hb
+    else:
+        t_con = e_b / 2.0 + (1.0 - 1.0 / (2.0 * xi_b)) * ha
+    return ShareDecision(t_con < t_seq, t_con, t_seq)
+
+
+def best_sub_batch(e_a: float, e_b: float, xi_a: float, xi_b: float, mem_a: float, mem_free: float,
+                   steps: Sequence[int] = SUB_BATCH_STEPS, accum_penalty: float = 0.1) -> ShareDecision | None:
+    """Smallest t_con over the accumulation steps whose memory fits (t_seq uses s = 1); ``None`` if none fits."""
+    best: ShareDecision | None = None
+    t_seq = e_b + e_a / 2.0
+    for s in steps:
+        if accum_mem(mem_a, s) > mem_free + 1e-6:
+            continue
+        d = share_check(e_a * accum_slowdown(s, accum_penalty), e_b, xi_a, xi_b)
+        cand = ShareDecision(d.t_con < t_seq, d.t_con, t_seq, s)
+        if best is None or cand.t_con < best.t_con:
+            best = cand
+    return best
+
+
+def _mem(job: JobView) -> float:
+    return job.spec.gpu_mem_mb or job.profile.mem_mb
+
+
+class SharingSJF(Policy):
+    """SJF-BSBF / SJF-FFS (module docstring)."""
+
+    description = "SJF with GPU sharing (§5.4)"
+    max_jobs_per_gpu = 2
+
+    def __init__(self, *, mode: str = "bsbf", consolidated: bool = False, rank: str = "t_con", sort: str = "time",
+                 steps: Sequence[int] = SUB_BATCH_STEPS, accum_penalty: float = 0.1,
+                 interference: dict[str, Any] | None = None, name: str = "sjf-bsbf") -> None:
+        if mode not in ("bsbf", "ffs") or rank not in ("t_con", "benefit") or sort not in ("time", "gpu_time"):
+            raise ValueError("mode bsbf|ffs, rank t_con|benefit, sort time|gpu_time")
+        if not steps or min(steps) < 1:
+            raise ValueError("steps must be positive integers")
+        self.mode, self.consolidated, self.rank, self.sort = mode, consolidated, rank, sort
+        self.steps = tuple(sorted(int(s) for s in steps))
+        self.accum_penalty = accum_penalty
+        self.xi = Interference(**(interference or {}))
+        self.name = name
+
+    def _e_running(self, b: JobView, view: SchedulerView) -> float:
+        return b.remaining_iters * view.estimate(b, b.gpus, b.accum_steps).total_s
+
+    def schedule(self, view: SchedulerView) -> Sequence[Decision]:
+        cluster = view.cluster
+        residents: dict[int, list[str]] = {}
+        mem_used: dict[int, float] = {}
+        alloc = view.allocation()
+        def key(j: JobView) -> tuple[float, int]:
+            return (j.remaining_ideal_s * (j.num_gpus if self.sort == "gpu_time" else 1), j.seq)
+
+        out: list[Decision] = []
+        running = {j.job_id: j for j in view.running}
+
+        def res(g: int) -> list[str]:
+            r = residents.get(g)
+            if r is None:
+                r = residents[g] = list(view.gpu_jobs(g))
+            return r
+
+        def free_mem(g: int) -> float:
+            return view.gpu_mem_free_mb(g) - mem_used.get(g, 0.0)
+
+        for a in sorted(view.pending, key=key):
+            n = a.num_gpus
+            mem_a = _mem(a)
+            mem_min = accum_mem(mem_a, self.steps[-1])
+            server_jobs = {s: len({j for g in cluster.server_gpus[s] for j in res(g)})
+                           for s in range(cluster.num_servers)}
+            order = sorted(range(cluster.num_servers), key=lambda s: (server_jobs[s], s))
+            cand_by_server = {s: [g for g in cluster.server_gpus[s] if len(res(g)) == 0
+                                  or (len(res(g)) == 1 and res(g)[0] in running and free_mem(g) >= mem_min)]
+                              for s in order}
+            plan = None
+            if self.consolidated:
+                gps = cluster.max_gpus_per_server
+                for s in sorted(order, key=lambda s: (len(cand_by_server[s]) - n if len(cand_by_server[s]) >= n
+                                                      else gps, -len(cand_by_server[s]), server_jobs[s], s)):
+                    if len(cand_by_server[s]) < n:
+                        break
+                    plan = self._plan(a, n, mem_a, cand_by_server[s], res, free_mem, running, view)
+                    if plan is not None:
+                        break
+            if plan is None:
+                cands = [g for s in order for g in cand_by_server[s]]
+                plan = self._plan(a, n, mem_a, cands, res, free_mem, running, view)
+            if plan is None:
+                continue
+            gpus, steps, shared = plan
+            m = accum_mem(mem_a, steps)
+            newly = [g for g in gpus if not res(g)]
+            alloc.take(newly)
+            for g in gpus:
+                res(g).append(a.job_id)
+                mem_used[g] = mem_used.get(g, 0.0) + m
+            out.append(Start(a.job_id, tuple(gpus), share=shared, accum_steps=steps))
+        return out
+
+    def _plan(self, a: JobView, n: int, mem_a: float, cands: list[int], res: Any, free_mem: Any,
+              running: dict[str, JobView], view: SchedulerView) -> tuple[list[int], int, bool] | None:
+        free = [g for g in cands if not res(g) and free_mem(g) >= mem_a]
+        if len(free) >= n:
+            return free[:n], 1, False
+        shared = [g for g in cands if len(res(g)) == 1]
+        if len(free) + len(shared) < n:
+            return None
+        chosen = list(free)
+        partners: list[str] = []
+        for g in shared:
+            b = res(g)[0]
+            if b not in partners:
+                partners.append(b)
+        if self.mode == "ffs":
+            take = shared[: n - len(chosen)]
+            room = min(free_mem(g) for g in take)
+            fits = [s for s in self.steps if accum_mem(mem_a, s) <= room + 1e-6]
+            if not fits:
+                return None
+            return chosen + take, fits[0], True
+        e_a = a.remaining_ideal_s
+        ok: list[tuple[Any, str, int]] = []
+        for b_id in partners:
+            b = running[b_id]
+            gs = [g for g in shared if res(g)[0] == b_id]
+            d = best_sub_batch(e_a, self._e_running(b, view), self.xi.xi(a.profile.name, b.profile.name),
+                               self.xi.xi(b.profile.name, a.profile.name), mem_a, min(free_mem(g) for g in gs),
+                               self.steps, self.accum_penalty)
+            if d is not None and d.share:
+                ok.append((d.t_con if self.rank == "t_con" else -d.benefit, b_id, d.steps))
+        steps = 1
+        for _, b_id, s in sorted(ok):
+            for g in shared:
+                if len(chosen) < n and res(g)[0] == b_id:
+                    chosen.append(g)
+                    steps = max(steps, s)
+            if len(chosen) == n:
+                return chosen, steps, True
+        return None
+
+
+class YarnPlacement(PlacementStrategy):
+    """One server if the job fits in one, else the fewest whole servers inside one rack (YARN-CS; §5.5)."""
+
+    name = "yarn"
+    description = "one server, else whole servers in one rack"
+
+    def place(self, job: JobView, alloc: Any, view: SchedulerView) -> list[int] | None:
+        n = job.num_gpus
+        got = tightest(alloc, n, best_level(view.cluster, n), view.cluster, packed=True)
+        return got[0] if got else None
+
+
+class TailPreemptive(OrderedPolicy):
+    """Preemptive ordering + YARN placement + preempt from the tail only jobs with > ``min_remaining_iters``
+    remaining iterations (§5.5)."""
+
+    def __init__(self, ordering: Ordering, *, min_remaining_iters: float = 100.0, name: str) -> None:
+        super().__init__(ordering, YarnPlacement(), backfill=True, name=name)
+        self.min_remaining_iters = min_remaining_iters
+
+    def _preemptive(self, view: SchedulerView) -> list[Decision]:
+        ranked = sorted([*view.running, *view.pending], key=self._rank)
+        cls = {j.job_id: self.ordering.preempt_class(j) for j in ranked}
+        victims = [j for j in reversed(ranked) if j.status is JobStatus.RUNNING
+                   and j.remaining_iters > self.min_remaining_iters]
+        alloc = view.allocation()
+        out: list[Decision] = []
+        for job in ranked:
+            if job.status is not JobStatus.PENDING:
+                continue
+            gpus = self.placement.place(job, alloc, view)
+            if gpus is None:
+                eligible = [v for v in victims if cls[v.job_id] > cls[job.job_id]]
+                if alloc.num_free + sum(v.num_gpus for v in eligible) < job.num_gpus:
+                    continue
+                taken: list[JobView] = []
+                for v in eligible:
+                    alloc.release(v.gpus)
+                    taken.append(v)
+                    gpus = self.placement.place(job, alloc, view)
+                    if gpus is not None:
+                        break
+                if gpus is None:
+                    for v in taken:
+                        alloc.take(v.gpus)
+                    continue
+                for v in taken:
+                    victims.remove(v)
+                    out.append(Preempt(v.job_id))
+            alloc.take(gpus)
+            out.append(Start(job.job_id, tuple(gpus)))
+        wake = self.ordering.next_change(view)
+        if wake is not None and wake > view.now:
+            out.append(WakeAt(wake))
+        return out
+
+
+@register_policy("sjf-bsbf", "SJF + best-sharing-benefit-first GPU sharing, sub-batch search (§5.4)",
+                 family="gpu-sharing")
+def sjf_bsbf(**kw: Any) -> Policy:
+    return SharingSJF(mode="bsbf", consolidated=False, name="sjf-bsbf", **kw)
+
+
+@register_policy("sjf-bsbf-consolidated", "SJF-BSBF trying one server first (§5.4 sjf-bsbfs)", family="gpu-sharing")
+def sjf_bsbf_consolidated(**kw: Any) -> Policy:
+    return SharingSJF(mode="bsbf", consolidated=True, name="sjf-bsbf-consolidated", **kw)
+
+
+@register_policy("sjf-ffs", "SJF + first-fit GPU sharing, no benefit test (§5.5)", family="gpu-sharing")
+def sjf_ffs(consolidated: bool = False, **kw: Any) -> Policy:
+    return SharingSJF(mode="ffs", consolidated=consolidated, name="sjf-ffs", **kw)
+
+
+@register_policy("sjf-preempt", "preemptive SRTF, exclusive YARN placement, preempts jobs with >100 iterations "
+                 "left (§5.5)", family="gpu-sharing")
+def sjf_preempt(min_remaining_iters: float = 100.0) -> Policy:
+    return TailPreemptive(Srtf(), min_remaining_iters=min_remaining_iters, name="sjf-preempt")
+
+
+@register_policy("tiresias-700", "Tiresias, 2 queues at 700 s executed time, starvation factor 1, >100-iteration "
+                 "preemption rule (§5.5)", family="gpu-sharing")
+def tiresias_700(threshold_s: float = 700.0, starvation_factor: float = 1.0,
+                 min_remaining_iters: float = 100.0) -> Policy:
+    return TailPreemptive(Tiresias((threshold_s,), "time", starvation_factor),
+                          min_remaining_iters=min_remaining_iters, name="tiresias-700")

@@ -1,0 +1,136 @@
+"""Network-sensitive scheduling (ALGORITHMS.md §4): sensitivity, delay timers, preemption, tuners, CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ddlsched.cli import cli
+from ddlsched.cluster.topology import Cluster, GPUType, ServerSpec
+from ddlsched.engine import SimConfig, Simulator
+from ddlsched.policies import make_policy
+from ddlsched.policies.autotune import AnalyticTuner
+from ddlsched.policies.delay import DelayScheduling
+from ddlsched.policies.locality import L0, L1, L2, best_level, placement_level, worst_gpus
+from ddlsched.workload.jobspec import JobSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def two_servers() -> Cluster:
+    return Cluster.build("t", [[ServerSpec(4, "V100", 10.0), ServerSpec(4, "V100", 10.0)]],
+                         {"V100": GPUType("V100", 32768)})
+
+
+def run(jobs: list[JobSpec], policy, cluster: Cluster | None = None, **perf) -> dict[str, dict]:
+    res = Simulator(cluster or two_servers(), jobs, policy, SimConfig(perf_model="sharing", perf_params=perf)).run()
+    assert not res.unfinished
+    return {r["job_id"]: r for r in res.records}
+
+
+def test_levels_and_worst_placement() -> None:
+    c = Cluster.build("r", [[ServerSpec(4, "V100", 10.0)] * 2, [ServerSpec(4, "V100", 10.0)] * 2],
+                      {"V100": GPUType("V100", 32768)})
+    assert best_level(c, 4) == L0 and best_level(c, 8) == L1 and best_level(c, 12) == L2
+    w = worst_gpus(c, 4)
+    assert len(set(c.servers_of(w))) == 4 and placement_level(c, w) == L2
+    assert placement_level(c, [0, 1]) == L0 and placement_level(c, [0, 4]) == L1
+
+
+def _sim_view(cluster: Cluster, perf: dict):
+    sim = Simulator(cluster, [JobSpec("v", 0.0, 2, "vgg16", iterations=1.0),
+                              JobSpec("r", 0.0, 2, "resnet18", iterations=1.0)],
+                    make_policy("fifo"), SimConfig(perf_model="sharing", perf_params=perf))
+    return sim.view, sim.states["v"].view, sim.states["r"].view
+
+
+def test_sensitivity_from_physics() -> None:
+    view, v, r = _sim_view(two_servers(), {})
+    pol = DelayScheduling()
+    # vgg16 (553.4 MB gradient, 107 ms compute), 2 workers: ring bytes/hop = M; worst = 10 Gb/s NIC,
+    # consolidated = 1200 Gb/s intra-server link → σ ≈ 3.97; resnet18: σ ≈ 0.05
+    worst, best = 0.107 + 553.4e6 / 1.25e9, 0.107 + 553.4e6 / 150e9
+    assert pol.sens.sigma(v, view) == pytest.approx(worst / best - 1, rel=1e-6)
+    assert pol.sens.cls(v, view) == "high"
+    assert pol.sens.cls(r, view) == "low"
+    view2, _, r2 = _sim_view(two_servers(), {"congestion": 4.0})
+    cw, cb = 46.8e6 / 1.25e9, 46.8e6 / 150e9  # congestion multiplies the multi-server ring only
+    assert DelayScheduling().sens.sigma(r2, view2) == pytest.approx((0.779 + 4 * cw) / (0.779 + cb) - 1, rel=1e-6)
+
+
+def test_level_relaxes_exactly_when_timer_expires() -> None:
+    jobs = [JobSpec("x1", 0.0, 3, "resnet18", iterations=10000.0),
+            JobSpec("x2", 0.0, 3, "resnet18", iterations=10000.0),
+            JobSpec("j", 10.0, 2, "vgg16", iterations=100.0)]
+    recs = run(jobs, DelayScheduling(timer_high=100.0, timer_medium=50.0, preemption=False))
+    assert recs["j"]["first_start_s"] == pytest.approx(110.0, abs=1e-6)
+    assert recs["j"]["servers"] == 2
+    # a low-sensitivity job (timer 0) is placed across servers at once
+    jobs[2] = JobSpec("j", 10.0, 2, "resnet18", iterations=100.0)
+    recs = run(jobs, DelayScheduling(timer_high=100.0, timer_medium=50.0, preemption=False))
+    assert recs["j"]["first_start_s"] == pytest.approx(10.0)
+
+
+def test_strict_consolidation_waits_for_one_server() -> None:
+    jobs = [JobSpec("x1", 0.0, 3, "resnet18", iterations=1000.0),
+            JobSpec("x2", 0.0, 3, "resnet18", iterations=2000.0),
+            JobSpec("j", 10.0, 2, "resnet18", iterations=100.0)]
+    recs = run(jobs, make_policy("strict-consolidation"))
+    assert recs["j"]["first_start_s"] == pytest.approx(recs["x1"]["finish_s"])
+    assert recs["j"]["servers"] == 1
+
+
+def test_preemption_evicts_low_but_never_high() -> None:
+    def jobs(other: str) -> list[JobSpec]:
+        return [JobSpec("a", 0.0, 4, "vgg16", iterations=20000.0), JobSpec("b", 0.0, 4, other, iterations=20000.0),
+                JobSpec("c", 10.0, 2, "vgg16", iterations=100.0)]
+
+    pol = dict(timer_high=1e6, timer_medium=1e6, preempt_wait=50.0)
+    recs = run(jobs("vgg16"), DelayScheduling(**pol))  # every running job is high: nobody is evicted
+    assert all(r["preemptions"] == 0 for r in recs.values())
+    assert recs["c"]["first_start_s"] == pytest.approx(min(recs["a"]["finish_s"], recs["b"]["finish_s"]))
+    recs = run(jobs("resnet18"), DelayScheduling(**pol))  # the low job is evicted after the wait
+    assert recs["b"]["preemptions"] == 1 and recs["a"]["preemptions"] == 0
+    assert recs["c"]["first_start_s"] == pytest.approx(60.0) and recs["c"]["servers"] == 1
+    recs = run(jobs("resnet18"), DelayScheduling(max_preemptions=0, **pol))  # per-job cap
+    assert recs["b"]["preemptions"] == 0
+
+
+def test_analytic_timer_formula() -> None:
+    view, v, _ = _sim_view(two_servers(), {})
+    pol = DelayScheduling(autotune="A", tuner_params={"omega": 0.5, "max_timer": 1e9})
+    cls, sigma, d = pol.timer(v, view)
+    assert d == pytest.approx(0.5 * v.remaining_ideal_s * sigma)
+    assert AnalyticTuner(max_timer=0.1).timer(v, cls, sigma, pol) == 0.1
+
+
+@pytest.mark.parametrize("tuner", ["search", "feedback"])
+def test_tuners_adjust_timers(tuner: str) -> None:
+    jobs = [JobSpec(f"j{i}", 100.0 * i, [1, 2, 4, 3][i % 4], ["vgg16", "resnet18"][i % 2], iterations=3000.0)
+            for i in range(24)]
+    params = {"window_s": 600.0, "grid": [0.0, 300.0]} if tuner == "search" else {"window_s": 600.0}
+    pol = DelayScheduling(autotune=tuner, tuner_params=params)
+    run(jobs, pol)
+    assert pol.tuner.history
+    if tuner == "search":
+        assert pol.tuner.replays > 0
+        assert all(h in (0.0, 300.0) and m in (0.0, 300.0) for _, h, m in pol.tuner.history)
+
+
+@pytest.mark.parametrize("policy", ["delay-sched", "delay-sched-autotune", "tiresias-cc", "gandiva-pack",
+                                    "strict-consolidation"])
+def test_cli_simulate(policy: str, tmp_path: Path) -> None:
+    r = CliRunner().invoke(cli, ["simulate", "--trace", str(ROOT / "data/traces/muri/trace1.csv"), "--max-jobs",
+                                 "15", "--cluster", "rack256", "--perf-model", "sharing", "--perf-param",
+                                 "congestion=2", "--policy", policy, "--out", str(tmp_path), "--quiet"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "summary.json").exists()
+
+
+def test_reproduce_sharma_quick(tmp_path: Path) -> None:
+    r = CliRunner().invoke(cli, ["reproduce", "sharma2024", "--quick", "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    for f in ("runs.csv", "summary.csv", "summary.md", "avg_jct.png", "makespan.png", "comm_overhead.png"):
+        assert (tmp_path / f).stat().st_size > 0
