@@ -10,8 +10,8 @@ from ddlsched.perf.abe import AbeContention
 from ddlsched.perf.base import IterationTime, PerfModel, Placement
 from ddlsched.perf.maxmin import MaxMinLinkSharing
 from ddlsched.perf.nocontention import NoContention
-from ddlsched.perf.sjf_bco import SjfBcoContention
 from ddlsched.perf.sharing import SharingPerf
+from ddlsched.perf.sjf_bco import SjfBcoContention
 
 PERF_MODELS: dict[str, type[PerfModel]] = {
     NoContention.name: NoContention,

@@ -36,6 +36,10 @@ class OrderedPolicy(Policy):
     def reset(self) -> None:
         self.ordering.reset()
 
+    def may_preempt(self, job: JobView) -> bool:
+        """Whether a running job may be chosen as a victim at all (subclasses restrict it)."""
+        return True
+
     def schedule(self, view: SchedulerView) -> Sequence[Decision]:
         if self.preemptive:
             return self._preemptive(view)
@@ -76,7 +80,8 @@ class OrderedPolicy(Policy):
             for j in view.running:
                 cls, key = order.rank(j)
                 ranks[j.job_id] = (cls, False, key)  # running first inside a class
-            return sorted(view.running, key=lambda j: ranks[j.job_id], reverse=True)
+            return sorted((j for j in view.running if self.may_preempt(j)), key=lambda j: ranks[j.job_id],
+                          reverse=True)
 
         alloc = view.allocation()
         out: list[Decision] = []

@@ -39,8 +39,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ddlsched.engine.decisions import Decision, Preempt, Start, WakeAt
-from ddlsched.engine.state import JobStatus, JobView
+from ddlsched.engine.decisions import Decision, Start
+from ddlsched.engine.state import JobView
 from ddlsched.engine.view import SchedulerView
 from ddlsched.perf.interference import SUB_BATCH_STEPS, Interference, accum_mem, accum_slowdown
 from ddlsched.policies.base import Policy
@@ -232,41 +232,8 @@ class TailPreemptive(OrderedPolicy):
         super().__init__(ordering, YarnPlacement(), backfill=True, name=name)
         self.min_remaining_iters = min_remaining_iters
 
-    def _preemptive(self, view: SchedulerView) -> list[Decision]:
-        ranked = sorted([*view.running, *view.pending], key=self._rank)
-        cls = {j.job_id: self.ordering.preempt_class(j) for j in ranked}
-        victims = [j for j in reversed(ranked) if j.status is JobStatus.RUNNING
-                   and j.remaining_iters > self.min_remaining_iters]
-        alloc = view.allocation()
-        out: list[Decision] = []
-        for job in ranked:
-            if job.status is not JobStatus.PENDING:
-                continue
-            gpus = self.placement.place(job, alloc, view)
-            if gpus is None:
-                eligible = [v for v in victims if cls[v.job_id] > cls[job.job_id]]
-                if alloc.num_free + sum(v.num_gpus for v in eligible) < job.num_gpus:
-                    continue
-                taken: list[JobView] = []
-                for v in eligible:
-                    alloc.release(v.gpus)
-                    taken.append(v)
-                    gpus = self.placement.place(job, alloc, view)
-                    if gpus is not None:
-                        break
-                if gpus is None:
-                    for v in taken:
-                        alloc.take(v.gpus)
-                    continue
-                for v in taken:
-                    victims.remove(v)
-                    out.append(Preempt(v.job_id))
-            alloc.take(gpus)
-            out.append(Start(job.job_id, tuple(gpus)))
-        wake = self.ordering.next_change(view)
-        if wake is not None and wake > view.now:
-            out.append(WakeAt(wake))
-        return out
+    def may_preempt(self, job: JobView) -> bool:
+        return job.remaining_iters > self.min_remaining_iters
 
 
 @register_policy("sjf-bsbf", "SJF + best-sharing-benefit-first GPU sharing, sub-batch search (§5.4)",
