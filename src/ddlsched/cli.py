@@ -64,41 +64,26 @@ def trace_options(f: Any) -> Any:
 
 
 def _load_inputs(kw: dict[str, Any]) -> tuple[Any, Any, list[str]]:
-    from ddlsched.cluster import load_cluster
-    from ddlsched.workload.loaders import load_trace
-    from ddlsched.workload.transform import scale_arrivals
+    from ddlsched.experiments.runner import load_cluster_for, load_workload
 
-    opts: dict[str, Any] = {"seed": kw["seed"], "skip_invalid": kw["skip_invalid"]}
+    opts: dict[str, Any] = {"skip_invalid": kw["skip_invalid"]}
     if kw["columns"]:
         opts["columns"] = parse_kv(kw["columns"], "column")
     if kw["time_unit"]:
         opts["time_unit"] = kw["time_unit"]
-    trace = load_trace(kw["trace_path"], kw["fmt"], **opts)
-    notes = list(trace.notes)
-    if trace.skipped:
-        notes.append(f"skipped {trace.skipped} invalid row(s) of {kw['trace_path']}: "
-                     + "; ".join(trace.skipped_reasons[:3]))
-    jobs = trace.jobs
-    if kw["max_jobs"] is not None:
-        if kw["max_jobs"] < 1:
-            raise InputError("must be >= 1", field="--max-jobs")
-        jobs = jobs[: kw["max_jobs"]]
-    if kw["load_scale"] != 1.0:
-        jobs = scale_arrivals(jobs, kw["load_scale"])
-    cluster = load_cluster(kw["cluster_spec"], seed=kw["seed"])
+    jobs, notes, _ = load_workload(kw["trace_path"], seed=kw["seed"], fmt=kw["fmt"], options=opts,
+                                   max_jobs=kw["max_jobs"], load_scale=kw["load_scale"])
+    cluster = load_cluster_for(kw["cluster_spec"], seed=kw["seed"])
     return cluster, jobs, notes
 
 
 def _run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, jobs: list[Any], kw: dict[str, Any],
              out: Path) -> dict[str, Any]:
-    from ddlsched.engine import SimConfig, Simulator
+    from ddlsched.experiments.runner import simulate_run
     from ddlsched.metrics.output import write_run
-    from ddlsched.policies import make_policy
 
-    policy = make_policy(policy_name, policy_params)
-    policy.reset()
-    config = SimConfig(perf_model=kw["perf_model"], perf_params=parse_kv(kw["perf_param"], "perf-param"),
-                       restart_penalty_s=kw["restart_penalty"], seed=kw["seed"])
+    sim_kw = {"perf_model": kw["perf_model"], "perf_params": parse_kv(kw["perf_param"], "perf-param"),
+              "restart_penalty_s": kw["restart_penalty"], "seed": kw["seed"]}
     show = not kw["quiet"] and err_console.is_terminal
     if show:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -107,11 +92,10 @@ def _run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, jobs
                       TextColumn("sim t={task.fields[t]:.0f}s"), TimeElapsedColumn(), console=err_console,
                       transient=True) as bar:
             task = bar.add_task("run", total=len(jobs), t=0.0)
-            sim = Simulator(cluster, jobs, policy, config,
-                            progress=lambda t, done, total: bar.update(task, completed=done, t=t))
-            result = sim.run()
+            result = simulate_run(policy_name, policy_params, cluster, jobs, **sim_kw,
+                                  progress=lambda t, done, total: bar.update(task, completed=done, t=t))
     else:
-        result = Simulator(cluster, jobs, policy, config).run()
+        result = simulate_run(policy_name, policy_params, cluster, jobs, **sim_kw)
     summary = write_run(result, out, parquet=kw["parquet"],
                         extra={"trace": str(kw["trace_path"]), "load_scale": kw["load_scale"]})
     if result.rejected:
