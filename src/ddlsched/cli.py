@@ -143,7 +143,8 @@ def cli() -> None:
 @click.option("--policy", required=True, help="Policy name (see 'ddlsched policies').")
 @click.option("--policy-param", multiple=True, metavar="KEY=VALUE", help="Policy parameter (JSON values).")
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="Output directory.")
-def simulate(policy: str, policy_param: tuple[str, ...], out: str, **kw: Any) -> None:
+@click.option("--report", "make_report", is_flag=True, help="Also write report.html/report.md in --out.")
+def simulate(policy: str, policy_param: tuple[str, ...], out: str, make_report: bool, **kw: Any) -> None:
     """Simulate one policy on a trace and cluster; write summary.json, records and a time series."""
     cluster, jobs, notes = _load_inputs(kw)
     for n in notes:
@@ -152,13 +153,15 @@ def simulate(policy: str, policy_param: tuple[str, ...], out: str, **kw: Any) ->
     console.print(f"{cluster.describe()}; {len(jobs)} jobs; offered load {summary.get('offered_load', 0):.2f}")
     console.print(_summary_table([summary], f"{policy} on {cluster.name}"))
     console.print(f"results in {out}/")
+    _maybe_report(make_report, out)
 
 
 @cli.command()
 @trace_options
 @click.option("--policies", required=True, help="Comma-separated policy names.")
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="Output directory.")
-def compare(policies: str, out: str, **kw: Any) -> None:
+@click.option("--report", "make_report", is_flag=True, help="Also write report.html/report.md in --out.")
+def compare(policies: str, out: str, make_report: bool, **kw: Any) -> None:
     """Run several policies on the same trace and cluster; one row per policy."""
     names = [p.strip() for p in policies.split(",") if p.strip()]
     if not names:
@@ -183,6 +186,14 @@ def compare(policies: str, out: str, **kw: Any) -> None:
     write_records(Path(out) / "comparison.csv",
                   [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows])
     console.print(f"results in {out}/ (comparison.csv, one folder per policy)")
+    _maybe_report(make_report, out)
+
+
+def _maybe_report(make_report: bool, out: str) -> None:
+    if make_report:
+        from ddlsched.metrics.report import write_report
+
+        console.print(f"report: {write_report(out)}")
 
 
 @cli.command("policies")
