@@ -30,7 +30,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ddlsched.cluster.config import read_structured, validation_error
 from ddlsched.errors import ConfigError
@@ -68,15 +68,17 @@ class TraceSpec(_Strict):
     options: dict[str, Any] = {}
     label: str | None = None
 
-    def model_post_init(self, _ctx: Any) -> None:
+    @model_validator(mode="after")
+    def _one_source(self) -> TraceSpec:
         if (self.path is None) == (self.synthetic is None):
             raise ValueError("a trace needs exactly one of 'path' or 'synthetic'")
+        return self
 
 
 class SweepConfig(_Strict):
     name: str = "sweep"
-    policies: list[str | PolicySpec] = Field(min_length=1)
-    traces: list[str | TraceSpec] = Field(min_length=1)
+    policies: list[PolicySpec] = Field(min_length=1)
+    traces: list[TraceSpec] = Field(min_length=1)
     clusters: list[str] = Field(min_length=1)
     seeds: list[int] = Field([0], min_length=1)
     max_jobs: list[int | None] = [None]
@@ -86,8 +88,18 @@ class SweepConfig(_Strict):
     perf_params: dict[str, list[Any]] = {}
     restart_penalty_s: list[float] = [30.0]
 
-    _lists = field_validator("policies", "traces", "clusters", "seeds", "max_jobs", "load_scale",
+    _lists = field_validator("clusters", "seeds", "max_jobs", "load_scale",
                              "oversubscription", "perf_model", "restart_penalty_s", mode="before")(_as_list)
+
+    @field_validator("policies", mode="before")
+    @classmethod
+    def _policy_names(cls, v: Any) -> Any:
+        return [{"name": x} if isinstance(x, str) else x for x in _as_list(v)]
+
+    @field_validator("traces", mode="before")
+    @classmethod
+    def _trace_paths(cls, v: Any) -> Any:
+        return [{"path": x} if isinstance(x, str) else x for x in _as_list(v)]
 
     @field_validator("perf_params", mode="before")
     @classmethod
@@ -182,8 +194,7 @@ def expand(cfg: SweepConfig, base_dir: Path) -> list[Cell]:
     from ddlsched.cluster.presets import PRESETS
 
     policies: list[tuple[str, str, dict[str, Any]]] = []
-    for spec in cfg.policies:
-        ps = PolicySpec(name=spec) if isinstance(spec, str) else spec
+    for ps in cfg.policies:
         overlap = sorted(set(ps.params) & set(ps.grid))
         if overlap:
             raise ConfigError(f"parameter(s) {overlap} in both params and grid", field=f"policies.{ps.name}")
@@ -193,8 +204,7 @@ def expand(cfg: SweepConfig, base_dir: Path) -> list[Cell]:
                 label += "[" + ",".join(f"{k}={_short(v)}" for k, v in g.items()) + "]"
             policies.append((ps.name, label, {**ps.params, **g}))
     traces: list[tuple[Any, str | None, dict[str, Any], str, Any]] = []
-    for t in cfg.traces:
-        ts = TraceSpec(path=t) if isinstance(t, str) else t
+    for ts in cfg.traces:
         if ts.synthetic is not None:
             syn = {k: v for k, v in ts.synthetic.model_dump().items() if v is not None}
             if "iterations" in syn:
