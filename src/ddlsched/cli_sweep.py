@@ -52,8 +52,14 @@ def sweep(config: str, out: str | None, workers: int, backend: str, address: str
 
     err_console.print(f"sweep {cfg.name!r}: {len(cells)} cells → {out_dir}/ ({backend}, {workers} workers)")
     if show_bar:
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                   TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         with Progress(TextColumn("[bold]cells"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("failed {task.fields[failed]}"), TimeElapsedColumn(), TextColumn("ETA"),

@@ -218,9 +218,10 @@ def expand(cfg: SweepConfig, base_dir: Path) -> list[Cell]:
                 for c in cfg.clusters]
     cells: list[Cell] = []
     seen: set[str] = set()
-    for (pol, plabel, pparams), (trace, fmt, topts, tlabel, twritten), (cl, clabel, cwritten), mj, ls, ov, pm, pp, rp, seed in \
-            itertools.product(policies, traces, clusters, cfg.max_jobs, cfg.load_scale, cfg.oversubscription,
-                              cfg.perf_model, _grid(cfg.perf_params), cfg.restart_penalty_s, cfg.seeds):
+    axes = itertools.product(policies, traces, clusters, cfg.max_jobs, cfg.load_scale, cfg.oversubscription,
+                             cfg.perf_model, _grid(cfg.perf_params), cfg.restart_penalty_s, cfg.seeds)
+    for (pol, plabel, pparams), (trace, fmt, topts, tlabel, twritten), (cl, clabel, cwritten), *rest in axes:
+        mj, ls, ov, pm, pp, rp, seed = rest
         params = CellParams(policy=pol, cluster=cl, trace=trace, seed=seed, policy_params=pparams,
                             trace_format=fmt, trace_options=topts, max_jobs=mj, load_scale=ls,
                             oversubscription=ov, perf_model=pm, perf_params=pp, restart_penalty_s=rp)
