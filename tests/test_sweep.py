@@ -123,19 +123,21 @@ def test_killed_sweep_resumes(tmp_path: Path) -> None:
                             stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if len(list((out / "cells").glob("*/summary.json"))) >= 2 if (out / "cells").exists() else False:
+        if (out / "cells").exists() and len(list((out / "cells").glob("[!.]*/summary.json"))) >= 2:
             break
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    done_before = {p.parent.name for p in (out / "cells").glob("*/summary.json")}
+    done_before = {p.parent.name for p in (out / "cells").glob("*/summary.json")
+                   if not p.parent.name.startswith(".")}  # a killed run may leave a .tmp-* dir
     assert 2 <= len(done_before) < 12, "the sweep should have been killed mid-way"
     ran: list[str] = []
     _, cells = load_cells(cfg)
     outcome = run_sweep(cells, out, workers=2, on_done=lambda c, o: ran.append(c.cell_id) if o else None)
     assert outcome.skipped == len(done_before)
     assert set(ran) == {c.cell_id for c in cells} - done_before
-    assert len(list((out / "cells").glob("*/summary.json"))) == 12
+    assert len(list((out / "cells").glob("[!.]*/summary.json"))) == 12
+    assert not list((out / "cells").glob(".tmp-*"))
 
 
 def test_failing_cell_is_reported_and_others_finish(tmp_path: Path) -> None:
