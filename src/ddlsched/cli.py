@@ -64,64 +64,38 @@ def trace_options(f: Any) -> Any:
 
 
 def _load_inputs(kw: dict[str, Any]) -> tuple[Any, Any, list[str]]:
-    from ddlsched.cluster import load_cluster
-    from ddlsched.workload.loaders import load_trace
-    from ddlsched.workload.transform import scale_arrivals
+    from ddlsched.experiments.runner import load_cluster_for, load_workload
 
-    opts: dict[str, Any] = {"seed": kw["seed"], "skip_invalid": kw["skip_invalid"]}
+    opts: dict[str, Any] = {"skip_invalid": kw["skip_invalid"]}
     if kw["columns"]:
         opts["columns"] = parse_kv(kw["columns"], "column")
     if kw["time_unit"]:
         opts["time_unit"] = kw["time_unit"]
-    trace = load_trace(kw["trace_path"], kw["fmt"], **opts)
-    notes = list(trace.notes)
-    if trace.skipped:
-        notes.append(f"skipped {trace.skipped} invalid row(s) of {kw['trace_path']}: "
-                     + "; ".join(trace.skipped_reasons[:3]))
-    jobs = trace.jobs
-    if kw["max_jobs"] is not None:
-        if kw["max_jobs"] < 1:
-            raise InputError("must be >= 1", field="--max-jobs")
-        jobs = jobs[: kw["max_jobs"]]
-    if kw["load_scale"] != 1.0:
-        jobs = scale_arrivals(jobs, kw["load_scale"])
-    cluster = load_cluster(kw["cluster_spec"], seed=kw["seed"])
+    jobs, notes, _ = load_workload(kw["trace_path"], seed=kw["seed"], fmt=kw["fmt"], options=opts,
+                                   max_jobs=kw["max_jobs"], load_scale=kw["load_scale"])
+    cluster = load_cluster_for(kw["cluster_spec"], seed=kw["seed"])
     return cluster, jobs, notes
 
 
 def _run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, jobs: list[Any], kw: dict[str, Any],
              out: Path) -> dict[str, Any]:
-    from ddlsched.engine import SimConfig, Simulator
+    from ddlsched.experiments.runner import simulate_run
     from ddlsched.metrics.output import write_run
-    from ddlsched.policies import make_policy
 
-    policy = make_policy(policy_name, policy_params)
-    policy.reset()
-    config = SimConfig(perf_model=kw["perf_model"], perf_params=parse_kv(kw["perf_param"], "perf-param"),
-                       restart_penalty_s=kw["restart_penalty"], seed=kw["seed"])
-    sharing = int(getattr(policy, "max_jobs_per_gpu", 1))
-    if sharing > 1:  # GPU-sharing policies (ALGORITHMS.md §5): allow co-location and model its slowdown
-        config.max_jobs_per_gpu = sharing
-        if config.perf_model != "sharing":
-            config.perf_params = {"network": config.perf_model, "network_params": config.perf_params}
-            config.perf_model = "sharing"
+    sim_kw = {"perf_model": kw["perf_model"], "perf_params": parse_kv(kw["perf_param"], "perf-param"),
+              "restart_penalty_s": kw["restart_penalty"], "seed": kw["seed"]}
     show = not kw["quiet"] and err_console.is_terminal
-    if getattr(policy, "engine", "fluid") == "tasklevel":  # paper-2 policies: task-level DAG engine
-        from ddlsched.engine.tasklevel import simulate_tasklevel
-
-        result = simulate_tasklevel(cluster, jobs, policy, seed=kw["seed"], **policy.engine_kwargs())
-    elif show:
+    if show:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(TextColumn(f"[bold]{policy_name}"), BarColumn(), TextColumn("{task.completed}/{task.total} jobs"),
                       TextColumn("sim t={task.fields[t]:.0f}s"), TimeElapsedColumn(), console=err_console,
                       transient=True) as bar:
             task = bar.add_task("run", total=len(jobs), t=0.0)
-            sim = Simulator(cluster, jobs, policy, config,
-                            progress=lambda t, done, total: bar.update(task, completed=done, t=t))
-            result = sim.run()
+            result = simulate_run(policy_name, policy_params, cluster, jobs, **sim_kw,
+                                  progress=lambda t, done, total: bar.update(task, completed=done, t=t))
     else:
-        result = Simulator(cluster, jobs, policy, config).run()
+        result = simulate_run(policy_name, policy_params, cluster, jobs, **sim_kw)
     summary = write_run(result, out, parquet=kw["parquet"],
                         extra={"trace": str(kw["trace_path"]), "load_scale": kw["load_scale"]})
     if result.rejected:
@@ -170,7 +144,8 @@ def cli() -> None:
 @click.option("--policy", required=True, help="Policy name (see 'ddlsched policies').")
 @click.option("--policy-param", multiple=True, metavar="KEY=VALUE", help="Policy parameter (JSON values).")
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="Output directory.")
-def simulate(policy: str, policy_param: tuple[str, ...], out: str, **kw: Any) -> None:
+@click.option("--report", "make_report", is_flag=True, help="Also write report.html/report.md in --out.")
+def simulate(policy: str, policy_param: tuple[str, ...], out: str, make_report: bool, **kw: Any) -> None:
     """Simulate one policy on a trace and cluster; write summary.json, records and a time series."""
     cluster, jobs, notes = _load_inputs(kw)
     for n in notes:
@@ -179,13 +154,15 @@ def simulate(policy: str, policy_param: tuple[str, ...], out: str, **kw: Any) ->
     console.print(f"{cluster.describe()}; {len(jobs)} jobs; offered load {summary.get('offered_load', 0):.2f}")
     console.print(_summary_table([summary], f"{policy} on {cluster.name}"))
     console.print(f"results in {out}/")
+    _maybe_report(make_report, out)
 
 
 @cli.command()
 @trace_options
 @click.option("--policies", required=True, help="Comma-separated policy names.")
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="Output directory.")
-def compare(policies: str, out: str, **kw: Any) -> None:
+@click.option("--report", "make_report", is_flag=True, help="Also write report.html/report.md in --out.")
+def compare(policies: str, out: str, make_report: bool, **kw: Any) -> None:
     """Run several policies on the same trace and cluster; one row per policy."""
     names = [p.strip() for p in policies.split(",") if p.strip()]
     if not names:
@@ -210,6 +187,14 @@ def compare(policies: str, out: str, **kw: Any) -> None:
     write_records(Path(out) / "comparison.csv",
                   [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows])
     console.print(f"results in {out}/ (comparison.csv, one folder per policy)")
+    _maybe_report(make_report, out)
+
+
+def _maybe_report(make_report: bool, out: str) -> None:
+    if make_report:
+        from ddlsched.metrics.report import write_report
+
+        console.print(f"report: {write_report(out)}")
 
 
 @cli.command("policies")

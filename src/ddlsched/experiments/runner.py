@@ -1,0 +1,163 @@
+"""Run one simulation from plain parameters: the unit shared by ``ddlsched simulate`` and ``ddlsched sweep``.
+
+A *cell* is a JSON-able dict of parameters (see :class:`CellParams`); :func:`run_cell` loads the trace and
+cluster exactly as ``ddlsched simulate`` does, runs the engine, and returns the result files as bytes so that
+the caller (a local process pool or a Ray task on another machine) decides where they are written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ddlsched.errors import InputError
+
+
+@dataclass(frozen=True)
+class CellParams:
+    """Everything one simulation depends on. ``trace`` is a path, or ``{"synthetic": {...}}`` for philly_mix."""
+
+    policy: str
+    cluster: str
+    trace: str | dict[str, Any]
+    seed: int = 0
+    policy_params: dict[str, Any] = field(default_factory=dict)
+    trace_format: str | None = None
+    trace_options: dict[str, Any] = field(default_factory=dict)
+    max_jobs: int | None = None
+    load_scale: float = 1.0
+    oversubscription: float | None = None
+    perf_model: str = "maxmin"
+    perf_params: dict[str, Any] = field(default_factory=dict)
+    restart_penalty_s: float = 30.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CellParams:
+        return cls(**d)
+
+
+@dataclass
+class CellOutput:
+    """What :func:`run_cell` returns: result files (name → bytes) and the summary, or the error text."""
+
+    files: dict[str, bytes]
+    summary: dict[str, Any] | None
+    error: str | None
+    wall_s: float
+    notes: list[str] = field(default_factory=list)
+
+
+def with_oversubscription(cluster: Any, ratio: float) -> Any:
+    """The same cluster with rack uplinks = Σ NIC / ``ratio`` (no effect on a single-rack cluster)."""
+    from ddlsched.cluster.topology import Cluster, ServerSpec
+
+    racks = [[ServerSpec(len(cluster.server_gpus[s]), cluster.gpu_type[cluster.server_gpus[s][0]],
+                         cluster.nic_Bps(s) * 8.0 / 1e9) for s in ids] for ids in cluster.rack_servers]
+    return Cluster.build(f"{cluster.name}(oversub={ratio:g})", racks, cluster.gpu_types,
+                         intra_gbps=cluster.intra_gbps, oversubscription=ratio, hop_latency_s=cluster.hop_latency_s)
+
+
+def load_workload(trace: str | dict[str, Any], *, seed: int, fmt: str | None = None,
+                  options: dict[str, Any] | None = None, max_jobs: int | None = None,
+                  load_scale: float = 1.0) -> tuple[list[Any], list[str], str]:
+    """Jobs of a trace file (or synthetic spec), cut to ``max_jobs`` and load-scaled; (jobs, notes, label)."""
+    from ddlsched.workload.transform import scale_arrivals
+
+    if isinstance(trace, dict):
+        from ddlsched.workload.synthetic import philly_mix
+
+        spec = dict(trace.get("synthetic", {}))
+        n = spec.pop("jobs", None)
+        if n is None:
+            raise InputError("synthetic trace needs 'jobs'", field="synthetic.jobs")
+        tr = philly_mix(int(n), seed=seed, **spec)
+        notes, jobs, label = list(tr.notes), tr.jobs, tr.path
+    else:
+        from ddlsched.workload.loaders import load_trace
+
+        opts: dict[str, Any] = {"seed": seed, **(options or {})}
+        opts.setdefault("skip_invalid", False)
+        tr = load_trace(trace, fmt, **opts)
+        notes, jobs, label = list(tr.notes), tr.jobs, str(trace)
+        if tr.skipped:
+            notes.append(f"skipped {tr.skipped} invalid row(s) of {trace}: " + "; ".join(tr.skipped_reasons[:3]))
+    if max_jobs is not None:
+        if max_jobs < 1:
+            raise InputError("must be >= 1", field="max_jobs")
+        jobs = jobs[:max_jobs]
+    if load_scale != 1.0:
+        jobs = scale_arrivals(jobs, load_scale)
+    return jobs, notes, label
+
+
+def load_cluster_for(spec: str, *, seed: int, oversubscription: float | None = None) -> Any:
+    from ddlsched.cluster import load_cluster
+
+    cluster = load_cluster(spec, seed=seed)
+    if oversubscription is not None:
+        cluster = with_oversubscription(cluster, oversubscription)
+    return cluster
+
+
+def simulate_run(policy_name: str, policy_params: dict[str, Any], cluster: Any, jobs: list[Any], *,
+                 perf_model: str = "maxmin", perf_params: dict[str, Any] | None = None,
+                 restart_penalty_s: float = 30.0, seed: int = 0,
+                 progress: Callable[[float, int, int], None] | None = None) -> Any:
+    """Build the policy and engine config and run; returns the engine's ``SimResult``."""
+    from ddlsched.engine import SimConfig, Simulator
+    from ddlsched.policies import make_policy
+
+    policy = make_policy(policy_name, policy_params)
+    policy.reset()
+    engine = getattr(policy, "engine", "fluid")
+    if engine == "tasklevel":  # paper-2 policies decide per task: the task-level DAG engine (§3.2-3.6)
+        from ddlsched.engine.tasklevel import simulate_tasklevel
+
+        return simulate_tasklevel(cluster, jobs, policy, seed=seed, **policy.engine_kwargs())
+    config = SimConfig(perf_model=perf_model, perf_params=dict(perf_params or {}),
+                       restart_penalty_s=restart_penalty_s, seed=seed)
+    sharing = int(getattr(policy, "max_jobs_per_gpu", 1))
+    if sharing > 1:  # GPU-sharing policies (§5): allow co-location and model its slowdown
+        config.max_jobs_per_gpu = sharing
+        if config.perf_model != "sharing":
+            config.perf_params = {"network": config.perf_model, "network_params": config.perf_params}
+            config.perf_model = "sharing"
+    return Simulator(cluster, jobs, policy, config, progress=progress).run()
+
+
+def run_cell(params: CellParams | dict[str, Any]) -> CellOutput:
+    """Run one cell and return its files; never raises for a failing simulation (the error is returned)."""
+    from ddlsched.metrics.output import write_run
+
+    p = params if isinstance(params, CellParams) else CellParams.from_dict(params)
+    t0 = time.perf_counter()
+    notes: list[str] = []
+    try:
+        jobs, notes, label = load_workload(p.trace, seed=p.seed, fmt=p.trace_format, options=p.trace_options,
+                                           max_jobs=p.max_jobs, load_scale=p.load_scale)
+        cluster = load_cluster_for(p.cluster, seed=p.seed, oversubscription=p.oversubscription)
+        result = simulate_run(p.policy, p.policy_params, cluster, jobs, perf_model=p.perf_model,
+                              perf_params=p.perf_params, restart_penalty_s=p.restart_penalty_s, seed=p.seed)
+        with tempfile.TemporaryDirectory(prefix="ddlsched-cell-") as tmp:
+            summary = write_run(result, Path(tmp), extra={"trace": label, "load_scale": p.load_scale})
+            files = {f.name: f.read_bytes() for f in sorted(Path(tmp).iterdir()) if f.is_file()}
+    except Exception as e:  # a failing cell must not take the sweep down
+        text = f"{type(e).__name__}: {e}\n\n{traceback.format_exc()}"
+        return CellOutput({}, None, text, time.perf_counter() - t0, notes)
+    summary = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in summary.items()}
+    return CellOutput(files, summary, None, time.perf_counter() - t0, notes)
+
+
+def cell_json(params: CellParams, cell_id: str, extra: dict[str, Any] | None = None) -> bytes:
+    data = {"cell_id": cell_id, "params": params.to_dict(), **(extra or {})}
+    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()

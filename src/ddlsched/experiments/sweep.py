@@ -1,0 +1,217 @@
+"""Run the cells of a sweep on a local process pool or on Ray, resumably (docs/sweeps.md).
+
+Layout of a sweep directory::
+
+    OUT/sweep.json                 the expanded cells (id → parameters) of the last run
+    OUT/results.csv                one row per finished cell: its axis values and its summary metrics
+    OUT/cells/<cell_id>/           summary.json records.csv timeseries.csv run.json cell.json  (finished)
+    OUT/cells/<cell_id>/           cell.json error.txt                                        (failed)
+
+A cell directory is written under ``cells/.tmp-*`` and renamed into place, so a directory with a
+``summary.json`` is always complete; a rerun skips those and retries failed or missing cells.
+Workers return the files as bytes and only this process writes, so Ray workers need no shared disk
+for results (they do need to read the trace and cluster files).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ddlsched.errors import ConfigError, InputError
+from ddlsched.experiments.runner import CellOutput, cell_json, run_cell
+from ddlsched.experiments.sweep_config import Cell
+
+CELLS = "cells"
+
+
+@dataclass
+class SweepOutcome:
+    total: int
+    skipped: int = 0
+    ran: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    wall_s: float = 0.0
+    results_csv: Path | None = None
+
+
+def is_finished(cell_dir: Path) -> bool:
+    return (cell_dir / "summary.json").is_file() and (cell_dir / "cell.json").is_file()
+
+
+def _run_cell_dict(params: dict[str, Any]) -> CellOutput:
+    return run_cell(params)
+
+
+def write_cell(root: Path, cell: Cell, out: CellOutput) -> Path:
+    """Write a cell's files to a temp dir, then rename it to ``cells/<cell_id>`` (atomic on one filesystem)."""
+    final = root / CELLS / cell.cell_id
+    tmp = root / CELLS / f".tmp-{cell.cell_id}-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    for name, data in out.files.items():
+        (tmp / name).write_bytes(data)
+    status = "ok" if out.error is None else "failed"
+    (tmp / "cell.json").write_bytes(cell_json(cell.params, cell.cell_id, {
+        "hash": cell.hash, "labels": cell.labels, "status": status, "wall_s": round(out.wall_s, 3),
+        "notes": out.notes}))
+    if out.error is not None:
+        (tmp / "error.txt").write_text(out.error)
+    if final.exists():  # an earlier failed attempt
+        shutil.rmtree(final)
+    tmp.rename(final)
+    return final
+
+
+# ------------------------------------------------------------------ backends
+def _local(todo: list[Cell], workers: int) -> Iterator[tuple[Cell, CellOutput]]:
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    ctx = multiprocessing.get_context("spawn")  # no fork of a process with threads (the progress bar)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    try:
+        futures = {pool.submit(_run_cell_dict, c.params.to_dict()): c for c in todo}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in sorted(done, key=lambda f: futures[f].cell_id):
+                try:
+                    out = f.result()
+                except Exception as e:  # e.g. a worker killed by the OS
+                    out = CellOutput({}, None, f"{type(e).__name__}: {e}", 0.0)
+                yield futures[f], out
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise InputError("--backend ray needs Ray: pip install 'ddlsched[ray]' (or pip install ray)",
+                         field="--backend") from None
+    return ray
+
+
+def _ray(todo: list[Cell], workers: int, address: str | None) -> Iterator[tuple[Cell, CellOutput]]:
+    ray = import_ray()
+    started = not ray.is_initialized()
+    if started:
+        kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        if address is None:
+            kw["num_cpus"] = workers
+        ray.init(address=address, **kw)
+    try:
+        task = ray.remote(num_cpus=1, max_retries=0)(_run_cell_dict)
+        refs = {task.remote(c.params.to_dict()): c for c in todo}
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for ref in done:
+                try:
+                    out = ray.get(ref)
+                except Exception as e:  # a crashed worker
+                    out = CellOutput({}, None, f"{type(e).__name__}: {e}", 0.0)
+                yield refs[ref], out
+    finally:
+        if started:
+            ray.shutdown()
+
+
+# ------------------------------------------------------------------ the sweep
+def run_sweep(cells: list[Cell], out_dir: Path, *, workers: int = 2, backend: str = "local",
+              address: str | None = None, on_done: Callable[[Cell, CellOutput | None], None] | None = None,
+              ) -> SweepOutcome:
+    """Run every unfinished cell; ``on_done(cell, output)`` is called per cell (output None = skipped)."""
+    if workers < 1:
+        raise InputError("must be >= 1", field="--workers")
+    if backend not in ("local", "ray"):
+        raise InputError(f"unknown backend {backend!r}; use local or ray", field="--backend")
+    if address is not None and backend != "ray":
+        raise InputError("--address needs --backend ray", field="--address")
+    t0 = time.perf_counter()
+    root = out_dir / CELLS
+    root.mkdir(parents=True, exist_ok=True)
+    for tmp in root.glob(".tmp-*"):  # leftovers of a killed run
+        shutil.rmtree(tmp, ignore_errors=True)
+    _write_manifest(out_dir, cells)
+    outcome = SweepOutcome(total=len(cells))
+    todo = []
+    for c in cells:
+        if is_finished(root / c.cell_id):
+            outcome.skipped += 1
+            if on_done:
+                on_done(c, None)
+        else:
+            todo.append(c)
+    if todo:
+        if backend == "ray":
+            import_ray()  # a clear error before anything starts
+        it = _ray(todo, workers, address) if backend == "ray" else _local(todo, workers)
+        for cell, out in it:
+            write_cell(out_dir, cell, out)
+            outcome.ran += 1
+            if out.error is not None:
+                outcome.failed.append((cell.cell_id, out.error.splitlines()[0] if out.error else "error"))
+            if on_done:
+                on_done(cell, out)
+    outcome.results_csv = write_results_csv(out_dir, cells)
+    outcome.wall_s = time.perf_counter() - t0
+    return outcome
+
+
+def _write_manifest(out_dir: Path, cells: list[Cell]) -> None:
+    data = {"cells": [{"cell_id": c.cell_id, "hash": c.hash, "labels": c.labels, "params": c.params.to_dict()}
+                      for c in cells]}
+    tmp = out_dir / ".sweep.json.tmp"
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    tmp.replace(out_dir / "sweep.json")
+
+
+def results_rows(out_dir: Path, cells: list[Cell]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for c in cells:
+        d = out_dir / CELLS / c.cell_id
+        if not is_finished(d):
+            continue
+        summary = json.loads((d / "summary.json").read_text())
+        row: dict[str, Any] = {"cell_id": c.cell_id}
+        row.update({k: ("" if v is None else v) for k, v in c.labels.items()})
+        row["policy_name"] = summary.get("policy")
+        row["policy_params"] = json.dumps(c.params.policy_params, sort_keys=True)
+        for k, v in summary.items():
+            if k not in ("policy", "seed", "load_scale", "trace", "perf_model"):
+                row[k] = v
+        rows.append(row)
+    return rows
+
+
+def write_results_csv(out_dir: Path, cells: list[Cell]) -> Path:
+    """``results.csv``: one row per finished cell, columns = union of axis labels and summary keys."""
+    rows = results_rows(out_dir, cells)
+    keys: list[str] = []
+    for r in rows:
+        keys.extend(k for k in r if k not in keys)
+    path = out_dir / "results.csv"
+    tmp = out_dir / ".results.csv.tmp"
+    with tmp.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys or ["cell_id"], lineterminator="\n", restval="")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if v is None else repr(v) if isinstance(v, float) else v) for k, v in r.items()})
+    tmp.replace(path)
+    return path
+
+
+def check_out_dir(out_dir: Path) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError("exists and is not a directory", path=str(out_dir))

@@ -1,0 +1,237 @@
+"""Sweep configuration (YAML or TOML), validated with pydantic; expands into a list of cells.
+
+Every axis takes one value or a list; the sweep is the cartesian product of all axes (see docs/sweeps.md)::
+
+    name: demo
+    policies:                      # a name, or {name, label, params, grid}
+      - fifo
+      - name: tiresias
+        grid: {starvation_factor: [1.0, 2.0]}     # a policy-parameter axis (κ, λ, timers, ...)
+    traces:                        # a path (relative to this file), or {path, format, options, label}
+      - path: ../data/traces/muri/trace1.csv      #   or {synthetic: {jobs: 100, rate_per_s: 0.01}}
+    clusters: [wang2020, rack256]  # presets or cluster files (relative to this file)
+    seeds: [0, 1, 2]
+    max_jobs: 60
+    load_scale: [1.0, 2.0]
+    oversubscription: [null, 4]    # null keeps the cluster's own ratio
+    perf_model: maxmin
+    perf_params: {}                # physics-parameter axes: {key: [v1, v2]}
+    restart_penalty_s: 30
+
+Unknown keys are errors naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ddlsched.cluster.config import read_structured, validation_error
+from ddlsched.errors import ConfigError
+from ddlsched.experiments.runner import CellParams
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _as_list(v: Any) -> Any:
+    return v if isinstance(v, list) else [v]
+
+
+class PolicySpec(_Strict):
+    name: str
+    label: str | None = None
+    params: dict[str, Any] = {}
+    grid: dict[str, list[Any]] = {}
+
+
+class SyntheticSpec(_Strict):
+    jobs: int = Field(ge=1)
+    arrival: str = "poisson"
+    rate_per_s: float | None = None
+    window_s: float | None = None
+    models: list[str] | None = None
+    iterations: tuple[int, int] | None = None
+
+
+class TraceSpec(_Strict):
+    path: str | None = None
+    synthetic: SyntheticSpec | None = None
+    format: str | None = None
+    options: dict[str, Any] = {}
+    label: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TraceSpec:
+        if (self.path is None) == (self.synthetic is None):
+            raise ValueError("a trace needs exactly one of 'path' or 'synthetic'")
+        return self
+
+
+class SweepConfig(_Strict):
+    name: str = "sweep"
+    policies: list[PolicySpec] = Field(min_length=1)
+    traces: list[TraceSpec] = Field(min_length=1)
+    clusters: list[str] = Field(min_length=1)
+    seeds: list[int] = Field([0], min_length=1)
+    max_jobs: list[int | None] = [None]
+    load_scale: list[float] = [1.0]
+    oversubscription: list[float | None] = [None]
+    perf_model: list[str] = ["maxmin"]
+    perf_params: dict[str, list[Any]] = {}
+    restart_penalty_s: list[float] = [30.0]
+
+    _lists = field_validator("clusters", "seeds", "max_jobs", "load_scale",
+                             "oversubscription", "perf_model", "restart_penalty_s", mode="before")(_as_list)
+
+    @field_validator("policies", mode="before")
+    @classmethod
+    def _policy_names(cls, v: Any) -> Any:
+        return [{"name": x} if isinstance(x, str) else x for x in _as_list(v)]
+
+    @field_validator("traces", mode="before")
+    @classmethod
+    def _trace_paths(cls, v: Any) -> Any:
+        return [{"path": x} if isinstance(x, str) else x for x in _as_list(v)]
+
+    @field_validator("perf_params", mode="before")
+    @classmethod
+    def _grid_lists(cls, v: Any) -> Any:
+        return {k: _as_list(x) for k, x in v.items()} if isinstance(v, dict) else v
+
+    @field_validator("max_jobs")
+    @classmethod
+    def _positive_jobs(cls, v: list[int | None]) -> list[int | None]:
+        if any(x is not None and x < 1 for x in v):
+            raise ValueError("max_jobs must be >= 1")
+        return v
+
+    @field_validator("load_scale", "oversubscription")
+    @classmethod
+    def _positive(cls, v: list[float | None]) -> list[float | None]:
+        if any(x is not None and not x > 0 for x in v):
+            raise ValueError("must be > 0")
+        return v
+
+
+def _slug(text: str, n: int = 40) -> str:
+    return re.sub(r"[^A-Za-z0-9+._=-]+", "-", text).strip("-")[:n] or "x"
+
+
+def cell_hash(params: CellParams, written: dict[str, Any] | None = None) -> str:
+    """A stable hash of a cell's parameters (canonical JSON, sorted keys).
+
+    ``written`` replaces fields by their form as written in the config (trace and cluster paths relative
+    to the config file), so that moving the whole project does not change the hash.
+    """
+    canon = json.dumps({**params.to_dict(), **(written or {})}, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canon.encode()).hexdigest()[:10]
+
+
+class Cell:
+    """One point of the sweep: its parameters, a readable label per axis, and a stable directory name."""
+
+    def __init__(self, params: CellParams, labels: dict[str, Any], written: dict[str, Any] | None = None) -> None:
+        self.params = params
+        self.labels = labels
+        self.hash = cell_hash(params, written)
+        self.cell_id = "_".join([_slug(str(labels["policy"]), 48), _slug(str(labels["cluster"]), 24),
+                                 _slug(str(labels["trace"]), 24), f"s{params.seed}", self.hash])
+
+
+def _grid(d: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    keys = list(d)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(d[k] for k in keys))]
+
+
+def _short(v: Any) -> str:
+    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else str(v)
+
+
+def _resolve(base: Path, p: str) -> str:
+    """Paths in a config are relative to the config file's folder."""
+    q = Path(p)
+    return str(q if q.is_absolute() else (base / q))
+
+
+def load_sweep_config(path: str | Path) -> SweepConfig:
+    p = Path(path)
+    data = read_structured(p)
+    try:
+        return SweepConfig.model_validate(data)
+    except ValidationError as e:
+        raise validation_error(e, str(p)) from None
+
+
+def load_cells(path: str | Path) -> tuple[SweepConfig, list[Cell]]:
+    """Validate the file and expand it; every error names the file. Unknown policy names fail here."""
+    from ddlsched.policies import make_policy
+
+    p = Path(path)
+    cfg = load_sweep_config(p)
+    try:
+        cells = expand(cfg, p.parent)
+        for name in dict.fromkeys(c.params.policy for c in cells):
+            try:
+                make_policy(name, next(c.params.policy_params for c in cells if c.params.policy == name))
+            except ConfigError as e:
+                if e.field == "policy":  # an unknown name; a bad parameter is left to its cell
+                    raise
+    except ConfigError as e:
+        raise ConfigError(e.reason, path=str(p), field=e.field) from None
+    return cfg, cells
+
+
+def expand(cfg: SweepConfig, base_dir: Path) -> list[Cell]:
+    """All cells of the sweep in a fixed order (config order of every axis, seeds innermost)."""
+    from ddlsched.cluster.presets import PRESETS
+
+    policies: list[tuple[str, str, dict[str, Any]]] = []
+    for ps in cfg.policies:
+        overlap = sorted(set(ps.params) & set(ps.grid))
+        if overlap:
+            raise ConfigError(f"parameter(s) {overlap} in both params and grid", field=f"policies.{ps.name}")
+        for g in _grid(ps.grid):
+            label = ps.label or ps.name
+            if g:
+                label += "[" + ",".join(f"{k}={_short(v)}" for k, v in g.items()) + "]"
+            policies.append((ps.name, label, {**ps.params, **g}))
+    traces: list[tuple[Any, str | None, dict[str, Any], str, Any]] = []
+    for ts in cfg.traces:
+        if ts.synthetic is not None:
+            syn = {k: v for k, v in ts.synthetic.model_dump().items() if v is not None}
+            if "iterations" in syn:
+                syn["iterations"] = list(syn["iterations"])
+            traces.append(({"synthetic": syn}, None, {}, ts.label or f"synthetic{syn['jobs']}", syn))
+        else:
+            assert ts.path is not None
+            traces.append((_resolve(base_dir, ts.path), ts.format, dict(ts.options), ts.label or Path(ts.path).stem,
+                           ts.path))
+    clusters = [(c if c in PRESETS else _resolve(base_dir, c), c if c in PRESETS else Path(c).stem, c)
+                for c in cfg.clusters]
+    cells: list[Cell] = []
+    seen: set[str] = set()
+    axes = itertools.product(policies, traces, clusters, cfg.max_jobs, cfg.load_scale, cfg.oversubscription,
+                             cfg.perf_model, _grid(cfg.perf_params), cfg.restart_penalty_s, cfg.seeds)
+    for (pol, plabel, pparams), (trace, fmt, topts, tlabel, twritten), (cl, clabel, cwritten), *rest in axes:
+        mj, ls, ov, pm, pp, rp, seed = rest
+        params = CellParams(policy=pol, cluster=cl, trace=trace, seed=seed, policy_params=pparams,
+                            trace_format=fmt, trace_options=topts, max_jobs=mj, load_scale=ls,
+                            oversubscription=ov, perf_model=pm, perf_params=pp, restart_penalty_s=rp)
+        labels = {"policy": plabel, "trace": tlabel, "cluster": clabel, "seed": seed, "max_jobs": mj,
+                  "load_scale": ls, "oversubscription": ov, "perf_model": pm, "restart_penalty_s": rp,
+                  **{f"perf.{k}": v for k, v in pp.items()}}
+        cell = Cell(params, labels, {"trace": twritten, "cluster": cwritten})
+        if cell.hash in seen:
+            raise ConfigError(f"two cells with identical parameters ({cell.cell_id}); remove the duplicate axis value",
+                              field="policies")
+        seen.add(cell.hash)
+        cells.append(cell)
+    return cells

@@ -1,0 +1,152 @@
+"""Reports: plots are drawn from the run files (checked against values recomputed here), HTML is self-contained."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import json
+import math
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ddlsched.cli import cli
+from ddlsched.metrics.report import PLOTS, PLOTS_DIR
+from ddlsched.metrics.stats import mean_ci95, t975
+
+REPO = Path(__file__).resolve().parents[1]
+MURI = REPO / "data/traces/muri/trace1.csv"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def _images(page: str) -> list[bytes]:
+    return [base64.b64decode(m) for m in re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", page)]
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("rep")
+    cfg = tmp / "s.yaml"
+    cfg.write_text("""policies: [fifo+consolidated, srtf+first_fit]
+traces: [{synthetic: {jobs: 30, rate_per_s: 0.02}}]
+clusters: [wang2020, rack256]
+seeds: [0, 1, 2]
+""")
+    out = tmp / "out"
+    res = CliRunner().invoke(cli, ["sweep", str(cfg), "--out", str(out), "--quiet"])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(cli, ["report", str(out)])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def _cells(out: Path) -> dict[tuple[str, str], list[Path]]:
+    groups: dict[tuple[str, str], list[Path]] = {}
+    for d in sorted((out / "cells").iterdir()):
+        lab = json.loads((d / "cell.json").read_text())["labels"]
+        groups.setdefault((f"cluster={lab['cluster']}", lab["policy"]), []).append((d, lab["seed"]))
+    return {k: [d for d, _ in sorted(v, key=lambda x: x[1])] for k, v in groups.items()}
+
+
+def test_html_embeds_one_image_per_plot(sweep_dir: Path) -> None:
+    page = (sweep_dir / "report.html").read_text()
+    imgs = _images(page)
+    assert len(imgs) == len(PLOTS)
+    for (name, *_), img in zip(PLOTS, imgs, strict=True):
+        assert img.startswith(PNG_MAGIC)
+        assert img == (sweep_dir / PLOTS_DIR / f"{name}.png").read_bytes()
+    assert "http://" not in page and "https://" not in page and "<script" not in page
+    md = (sweep_dir / "report.md").read_text()
+    assert md.count("](report_plots/") == len(PLOTS)
+    assert "offered load" in md and "Student-t 95 %" in md
+
+
+def test_jct_cdf_plot_is_the_records(sweep_dir: Path) -> None:
+    series = json.loads((sweep_dir / PLOTS_DIR / "jct_cdf.json").read_text())["series"]
+    groups = _cells(sweep_dir)
+    assert set(series) == {s for s, _ in groups}
+    for (scen, pol), dirs in groups.items():
+        jct = sorted(float(r["jct_s"]) / 3600 for d in dirs for r in _rows(d / "records.csv"))
+        assert series[scen][pol]["x"] == pytest.approx(jct, rel=1e-12)
+        assert series[scen][pol]["y"] == pytest.approx([(i + 1) / len(jct) for i in range(len(jct))])
+
+
+def test_bar_plots_are_means_with_t_ci(sweep_dir: Path) -> None:
+    plots = {n: json.loads((sweep_dir / PLOTS_DIR / f"{n}.json").read_text())["series"]
+             for n in ("avg_jct_s", "makespan_s", "comm_overhead_pct")}
+    for (scen, pol), dirs in _cells(sweep_dir).items():
+        recs = [_rows(d / "records.csv") for d in dirs]
+        per = {
+            "avg_jct_s": [statistics.mean(float(r["jct_s"]) for r in rs) / 3600 for rs in recs],
+            "makespan_s": [(max(float(r["finish_s"]) for r in rs) - min(float(r["arrival_s"]) for r in rs)) / 3600
+                           for rs in recs],
+            "comm_overhead_pct": [100 * sum(float(r["comm_overhead_s"]) for r in rs)
+                                  / sum(float(r["run_s"]) for r in rs) for rs in recs],
+        }
+        for name, vals in per.items():
+            got = plots[name][scen][pol]
+            assert got["n"] == 3
+            assert got["mean"] == pytest.approx(statistics.mean(vals), rel=1e-9)
+            ci = 4.302653 * statistics.stdev(vals) / math.sqrt(3)  # t_{0.975, 2}
+            assert got["ci95"] == pytest.approx(ci, rel=1e-6, abs=1e-12)
+    # seeds draw different workloads, so at least one interval is non-zero
+    assert any(v["ci95"] > 0 for s in plots["avg_jct_s"].values() for v in s.values())
+
+
+def test_time_series_plots_are_the_timeseries(sweep_dir: Path) -> None:
+    util = json.loads((sweep_dir / PLOTS_DIR / "utilization.json").read_text())["series"]
+    queue = json.loads((sweep_dir / PLOTS_DIR / "queue.json").read_text())["series"]
+    for (scen, pol), dirs in _cells(sweep_dir).items():
+        ts = _rows(dirs[0] / "timeseries.csv")  # lowest seed
+        gpus = json.loads((dirs[0] / "summary.json").read_text())["cluster_gpus"]
+        assert util[scen][pol]["x"] == pytest.approx([float(r["time_s"]) / 3600 for r in ts])
+        assert util[scen][pol]["y"] == pytest.approx([float(r["busy_gpus"]) / gpus for r in ts])
+        assert queue[scen][pol]["y"] == pytest.approx([float(r["pending"]) for r in ts])
+
+
+def test_compare_and_simulate_report_flags(tmp_path: Path) -> None:
+    cmp_out = tmp_path / "cmp"
+    res = CliRunner().invoke(cli, ["compare", "--trace", str(MURI), "--cluster", "wang2020", "--max-jobs", "25",
+                                   "--policies", "fifo,sjf", "--out", str(cmp_out), "--quiet", "--report"])
+    assert res.exit_code == 0, res.output
+    page = (cmp_out / "report.html").read_text()
+    assert len(_images(page)) == len(PLOTS)
+    assert "fifo+consolidated" in page and "sjf+consolidated" in page
+    load = json.loads((cmp_out / "fifo" / "summary.json").read_text())["offered_load"]
+    assert f"offered load {load:.2f}" in page
+    series = json.loads((cmp_out / PLOTS_DIR / "jct_cdf.json").read_text())["series"]
+    assert list(series) == ["wang2020"]
+    jct = sorted(float(r["jct_s"]) / 3600 for r in _rows(cmp_out / "sjf" / "records.csv"))
+    assert series["wang2020"]["sjf+consolidated"]["x"] == pytest.approx(jct)
+
+    sim_out = tmp_path / "sim"
+    res = CliRunner().invoke(cli, ["simulate", "--trace", str(MURI), "--cluster", "wang2020", "--max-jobs", "25",
+                                   "--policy", "srtf", "--out", str(sim_out), "--quiet", "--report"])
+    assert res.exit_code == 0, res.output
+    page = (sim_out / "report.html").read_text()
+    assert len(_images(page)) == len(PLOTS) and "srtf+consolidated" in page
+    bars = json.loads((sim_out / PLOTS_DIR / "avg_jct_s.json").read_text())["series"]["wang2020"]
+    avg = statistics.mean(float(r["jct_s"]) for r in _rows(sim_out / "records.csv")) / 3600
+    assert bars["srtf+consolidated"] == {"mean": pytest.approx(avg), "ci95": None, "n": 1}
+
+
+def test_report_on_empty_dir_fails(tmp_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["report", str(tmp_path)])
+    assert res.exit_code != 0 and "no finished runs" in str(res.exception)
+
+
+def test_t_quantiles() -> None:
+    assert t975(1) == pytest.approx(12.7062, abs=1e-4)
+    assert t975(40) == pytest.approx(2.021075, abs=2e-4)
+    assert t975(120) == pytest.approx(1.979930, abs=1e-4)
+    m, hw, n = mean_ci95([1.0, 2.0, 3.0, float("nan")])
+    assert (m, n) == (2.0, 3) and hw == pytest.approx(4.302653 / math.sqrt(3))
+    assert math.isnan(mean_ci95([5.0])[1])
