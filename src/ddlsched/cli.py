@@ -97,6 +97,15 @@ def _run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, jobs
 
     policy = make_policy(policy_name, policy_params)
     policy.reset()
+    if getattr(policy, "engine", None) == "hare":  # task-level heterogeneous engine (ALGORITHMS.md §6)
+        from ddlsched.engine.hare_tasks import HareConfig, HareSimulator
+
+        result = HareSimulator(cluster, jobs, policy, HareConfig(seed=kw["seed"])).run()
+        summary = write_run(result, out, parquet=kw["parquet"],
+                            extra={"trace": str(kw["trace_path"]), "load_scale": kw["load_scale"]})
+        summary["_wall_s"] = result.wall_s
+        summary["_events"] = result.events
+        return summary
     config = SimConfig(perf_model=kw["perf_model"], perf_params=parse_kv(kw["perf_param"], "perf-param"),
                        restart_penalty_s=kw["restart_penalty"], seed=kw["seed"])
     show = not kw["quiet"] and err_console.is_terminal

@@ -35,6 +35,7 @@ _NAMED: dict[str, PolicyEntry] = {}
 
 # Modules that register named policies on import (appended to by each policy family).
 _MODULES: list[str] = []
+_MODULES.append("ddlsched.policies.hare")
 
 
 def register_policy(name: str, description: str, family: str = "") -> Callable[[Callable[..., Policy]],
