@@ -27,6 +27,7 @@ class Reproduction:
 _REPRODUCTIONS: dict[str, Reproduction] = {}
 # Modules that register reproductions on import.
 _MODULES: list[str] = []
+_MODULES.append("ddlsched.experiments.chen2024")
 
 
 def register_reproduction(name: str, description: str) -> Callable[[Runner], Runner]:
