@@ -92,7 +92,7 @@ def test_guard_takes_slow_gpu_when_it_finishes_sooner() -> None:
 def test_guard_with_several_tasks_of_one_round() -> None:
     # a 2-task round on 1 V100 + 1 K80 at t=0: the second task on the K80 ends at 3 > V100 back-to-back 2 → the
     # guard keeps both tasks on the V100 (round time 2 s), the K80 stays idle.
-    sim, res = _run(_cluster(1, 1), [_job("c", 2, 1)], make_policy("hlas"))
+    _, res = _run(_cluster(1, 1), [_job("c", 2, 1)], make_policy("hlas"))
     assert _by_id(res)["c"]["jct_s"] == pytest.approx(2.0)
     # 3 tasks: V100 alone would end at 3; the K80's task ends at 3 too (≤) → it takes one; round = max(2, 3) = 3.
     _, res = _run(_cluster(1, 1), [_job("d", 3, 1)], make_policy("hlas"))
