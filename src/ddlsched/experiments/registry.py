@@ -31,6 +31,7 @@ _MODULES: list[str] = [
     "ddlsched.experiments.wang2020",
     "ddlsched.experiments.sharma2024",
     "ddlsched.experiments.luo2024",
+    "ddlsched.experiments.chen2024",
 ]
 
 

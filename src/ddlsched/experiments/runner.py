@@ -124,6 +124,10 @@ def simulate_run(policy_name: str, policy_params: dict[str, Any], cluster: Any, 
         from ddlsched.engine.tasklevel import simulate_tasklevel
 
         return simulate_tasklevel(cluster, jobs, policy, seed=seed, **policy.engine_kwargs())
+    if engine == "hare":  # task-level heterogeneous engine with relaxed synchronisation (§6.2-6.3)
+        from ddlsched.engine.hare_tasks import HareConfig, HareSimulator
+
+        return HareSimulator(cluster, jobs, policy, HareConfig(seed=seed)).run()
     config = SimConfig(perf_model=perf_model, perf_params=dict(perf_params or {}),
                        restart_penalty_s=restart_penalty_s, seed=seed)
     sharing = int(getattr(policy, "max_jobs_per_gpu", 1))

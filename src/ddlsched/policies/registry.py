@@ -39,6 +39,7 @@ _MODULES: list[str] = [
     "ddlsched.policies.sjf_bco",
     "ddlsched.policies.delay",
     "ddlsched.policies.sharing",
+    "ddlsched.policies.hare",
 ]
 
 

@@ -1,0 +1,359 @@
+"""Hare (Chen et al., TCC 2024) and its baselines on the task-level engine (ALGORITHMS.md §6.4–6.6) [I].
+
+All of these carry ``engine = "hare"``: ``ddlsched simulate/compare`` run them on
+:class:`ddlsched.engine.hare_tasks.HareSimulator`. Every rule below is a reconstruction [I]; parameters are
+configurable (``--policy-param``).
+
+Relaxed-sync policies (tasks of a round go to any GPU, one at a time, several may run on one GPU):
+
+* ``hare-offline`` (§6.4): Smith's rule, ``prio_j = w_j / P_j`` with ``P_j = R_j · (n_j / cap_j + s_j)`` and
+  ``cap_j = Σ_k N_k / p_{j,k}`` (heterogeneity-normalised stand-alone time on the whole cluster); clairvoyant.
+* ``hlas`` (§6.5): non-clairvoyant heterogeneity-aware least-attained service. ``A_j`` = completed tasks ×
+  p_{j,ref} (reference-GPU seconds); queues by thresholds (default [3600, 36000]); FIFO inside a queue, or with the
+  heterogeneity-aware tie-break the job with the largest relative speed ``speed_{j,k} / mean_k' speed_{j,k'}`` on
+  the idle GPU's type k first; starvation guard: a job waiting ≥ ``starvation_factor`` × its last service stretch is
+  promoted to Q0.
+* dispatch: idle GPUs in descending default speed; each takes one task of the best job that passes the
+  **heterogeneity guard**: GPU g (type k) takes a task of j only if ``t + o + p_{j,k} ≤ F``, where F is the
+  completion time of the u = (j's unstarted tasks) tasks when list-scheduled earliest-finish-first on the GPUs
+  faster for j than g (each from its current free time). With u = 1, F = min over faster GPUs of
+  (free time + o + p_fast), the §6.4 rule; for u > 1 we generalise it to "g helps only if it does not finish later
+  than the faster GPUs alone would" [I].
+* ``hare-naive-switch``: ``hlas`` with the naive runtime's switching cost (``switch_s`` seconds per switch).
+* ``hare-gang``: HLAS order but gang rounds: a round starts only when n_j GPUs are idle at once, one task each
+  (fastest for j first); the round lasts as long as its slowest task (ablation: no relaxed sync).
+
+Gang baselines (a lease of n_j GPUs held through synchronisation, one task per GPU per round; re-planned from
+scratch on job arrivals/finishes and every ``tick_s``; jobs that stay scheduled keep their GPUs):
+
+* ``gavel-het``: Gavel-style heterogeneity-aware LAS: least normalised attained service first; each job takes the
+  GPU type with the highest speed for it that still has n_j free GPUs, else the fastest-for-it free mix;
+  ``tick_s`` = 360 s (Gavel's round).
+* ``tiresias-het``: Tiresias 2D-LAS (attained GPU-seconds, queues [3600] s, FIFO in queue, starvation guard),
+  heterogeneity-unaware (free GPUs in index order).
+* ``srtf-het``: clairvoyant shortest remaining (reference) time first, gang, heterogeneity-unaware.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_right, insort
+from collections.abc import Sequence
+from typing import Any
+
+from ddlsched.engine.hare_tasks import HareView, HareWake, Lease, Revoke, RunTask, TaskJob
+from ddlsched.errors import ConfigError
+from ddlsched.policies.registry import register_policy
+
+
+def _rel_speed(job: TaskJob, gtype: str) -> float:
+    """speed_{j,k} / mean_k' speed_{j,k'} (speed ∝ 1 / task time; depends only on the model and the types)."""
+    inv = {t: 1.0 / p for t, p in job.task_s.items()}
+    return round(inv[gtype] / (sum(inv.values()) / len(inv)), 6)
+
+
+class _TaskPolicy:
+    """Relaxed-sync list scheduling with the heterogeneity guard; subclasses give the candidate order."""
+
+    engine = "hare"
+    gang = False
+    preemptive = True
+    name = "hare-task"
+    description = ""
+
+    def __init__(self, guard: bool = True, switch_s: float | None = None) -> None:
+        self.guard = bool(guard)
+        self.switch_s = switch_s
+
+    def reset(self) -> None:
+        pass
+
+    # ------------------------------------------------------------ ordering hooks
+    def candidates(self, view: HareView, jobs: list[TaskJob], g: int) -> list[TaskJob]:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ dispatch
+    def schedule(self, view: HareView) -> list[Any]:
+        idle = view.idle_gpus()
+        jobs = [j for j in view.jobs if j.ready > 0]
+        if not idle or not jobs:
+            return []
+        types = view.cluster.gpu_types
+        idle.sort(key=lambda g: (-types[view.gpu_type(g)].speed, g))
+        # free times of the GPUs outside any lease, per type, sorted (the guard only needs the u earliest per type)
+        free: dict[str, list[float]] = {t: [] for t in types}
+        for g in range(view.cluster.num_gpus):
+            if view.leased_by(g) is None:
+                free[view.gpu_type(g)].append(view.free_at(g))
+        for v in free.values():
+            v.sort()
+        left = {j.job_id: j.ready for j in jobs}
+        deferred: set[str] = set()
+        out: list[Any] = []
+        self.prepare(view, jobs)
+        orders: dict[str, list[TaskJob]] = {}
+        for g in idle:
+            k = view.gpu_type(g)
+            if k not in orders:
+                orders[k] = self.candidates(view, jobs, g)
+            for j in orders[k]:
+                u = left[j.job_id]
+                if u <= 0 or j.job_id in deferred:
+                    continue
+                fin = view.now + view.switch_cost(j, g) + view.task_time(j, g)
+                if self.guard and not self._guard_ok(j, k, fin, u, free):
+                    deferred.add(j.job_id)
+                    continue
+                out.append(RunTask(j.job_id, g))
+                left[j.job_id] -= 1
+                lst = free[k]
+                lst.pop(0)  # the earliest slot of this type is this idle GPU
+                insort(lst, fin)
+                break
+        return out
+
+    def prepare(self, view: HareView, jobs: list[TaskJob]) -> None:
+        """Per-call precomputation (e.g. queue indices)."""
+
+    @staticmethod
+    def _guard_ok(j: TaskJob, k: str, fin: float, u: int, free: dict[str, list[float]]) -> bool:
+        """§6.4 heterogeneity guard, generalised to u unstarted tasks [I].
+
+        True iff a task of j on a type-k GPU finishing at ``fin`` is not later than the earliest-finish list
+        schedule of j's ``u`` unstarted tasks on the GPUs of types faster than k for j. On False the job is left
+        for those faster GPUs and that list schedule is *reserved* in ``free`` (for this dispatch only), so jobs
+        of lower priority see the faster GPUs as taken and may use the slow GPU instead.
+        """
+        p_k = j.task_s[k]
+        heap: list[tuple[float, float, str, int]] = []
+        for t, lst in free.items():
+            p2 = j.task_s[t]
+            if p2 < p_k:
+                heap.extend((f + j.switch_s + p2, p2, t, i) for i, f in enumerate(lst[:u]))
+        if not heap:
+            return True
+        heapq.heapify(heap)
+        f = 0.0
+        end: dict[tuple[str, int], float] = {}
+        for _ in range(u):
+            f, p2, t, i = heapq.heappop(heap)
+            end[(t, i)] = f
+            heapq.heappush(heap, (f + p2, p2, t, i))
+        if fin <= f + 1e-9:
+            return True
+        for t in sorted({t for t, _ in end}):
+            lst = free[t]
+            for (t2, i), e in end.items():
+                if t2 == t:
+                    lst[i] = e
+            lst.sort()
+        return False
+
+
+class HareOffline(_TaskPolicy):
+    """§6.4 offline heuristic: Smith's rule on heterogeneity-normalised size + guarded EFT list scheduling."""
+
+    name = "hare-offline"
+
+    def __init__(self, guard: bool = True, remaining: bool = False, switch_s: float | None = None) -> None:
+        super().__init__(guard, switch_s)
+        self.remaining = bool(remaining)
+
+    def _size(self, view: HareView, j: TaskJob) -> float:
+        cap = sum(1.0 / view.task_time(j, g) for g in range(view.cluster.num_gpus))
+        rounds = j.remaining_rounds if self.remaining else j.rounds
+        return rounds * (j.n / cap + j.sync_s)
+
+    def prepare(self, view: HareView, jobs: list[TaskJob]) -> None:
+        self._order = sorted(jobs, key=lambda j: (-j.weight / self._size(view, j), j.seq))
+
+    def candidates(self, view: HareView, jobs: list[TaskJob], g: int) -> list[TaskJob]:
+        live = {j.job_id for j in jobs}
+        return [j for j in self._order if j.job_id in live]
+
+
+class Hlas(_TaskPolicy):
+    """§6.5 online HLAS: discretised heterogeneity-normalised LAS, starvation guard, heterogeneity tie-break."""
+
+    name = "hlas"
+
+    def __init__(self, thresholds: Sequence[float] = (3600.0, 36000.0), starvation_factor: float = 2.0,
+                 tie_break: str = "hetero", guard: bool = True, switch_s: float | None = None) -> None:
+        super().__init__(guard, switch_s)
+        self.thresholds = sorted(float(x) for x in thresholds)
+        if tie_break not in ("hetero", "fifo"):
+            raise ConfigError("tie_break must be 'hetero' or 'fifo'", field="tie_break")
+        self.tie_break = tie_break
+        self.starvation_factor = float(starvation_factor)
+
+    def queue(self, view: HareView, j: TaskJob) -> int:
+        if (self.starvation_factor > 0 and j.running == 0 and j.last_service_s > 0
+                and view.now - j.wait_since >= self.starvation_factor * j.last_service_s):
+            return 0
+        return bisect_right(self.thresholds, j.attained_ref_s)
+
+    def prepare(self, view: HareView, jobs: list[TaskJob]) -> None:
+        self._q = {j.job_id: self.queue(view, j) for j in jobs}
+
+    def candidates(self, view: HareView, jobs: list[TaskJob], g: int) -> list[TaskJob]:
+        q = self._q
+        if self.tie_break == "fifo":
+            return sorted(jobs, key=lambda j: (q[j.job_id], j.seq))
+        k = view.gpu_type(g)
+        return sorted(jobs, key=lambda j: (q[j.job_id], -_rel_speed(j, k), j.seq))
+
+
+class HareGang(Hlas):
+    """Ablation: HLAS order, but a round needs n_j simultaneously idle GPUs (no relaxed sync)."""
+
+    name = "hare-gang"
+
+    def schedule(self, view: HareView) -> list[Any]:
+        idle = set(view.idle_gpus())
+        jobs = [j for j in view.jobs if j.ready == j.n and j.running == 0]
+        if not idle or not jobs:
+            return []
+        self.prepare(view, jobs)
+        out: list[Any] = []
+        for j in sorted(jobs, key=lambda j: (self._q[j.job_id], j.seq)):
+            if j.n > len(idle):
+                continue
+            pick = sorted(idle, key=lambda g: (view.switch_cost(j, g) + view.task_time(j, g), g))[: j.n]
+            out.extend(RunTask(j.job_id, g) for g in pick)
+            idle.difference_update(pick)
+        return out
+
+
+# ------------------------------------------------------------------ gang lease baselines
+class _GangLease:
+    engine = "hare"
+    gang = True
+    preemptive = True
+    name = "gang"
+    description = ""
+    hetero_aware = False
+
+    def __init__(self, tick_s: float = 60.0, switch_s: float | None = None) -> None:
+        if tick_s <= 0:
+            raise ConfigError("must be > 0", field="tick_s")
+        self.tick_s = float(tick_s)
+        self.switch_s = switch_s
+        self._next = 0.0
+
+    def reset(self) -> None:
+        self._next = 0.0
+
+    def key(self, view: HareView, j: TaskJob) -> Any:
+        raise NotImplementedError
+
+    def schedule(self, view: HareView) -> list[Any]:
+        now = view.now
+        if not view.job_events and now < self._next - 1e-9:
+            return []
+        self._next = now + self.tick_s
+        jobs = view.jobs
+        if not jobs:
+            return []
+        order = sorted(jobs, key=lambda j: (self.key(view, j), j.seq))
+        G = view.cluster.num_gpus
+        # GPUs usable for the plan: not running a task of a job that will lose its lease (still busy)
+        busy_other = {g for g in range(G) if view._sim.gpu_job[g] is not None}
+        free = set(range(G))
+        keep: dict[str, tuple[int, ...]] = {}
+        new: dict[str, tuple[int, ...]] = {}
+        for j in order:
+            if j.n > len(free):
+                continue
+            if j.lease is not None and set(j.lease) <= free:
+                keep[j.job_id] = j.lease
+                free.difference_update(j.lease)
+                continue
+            avail = sorted(g for g in free if g not in busy_other or view._sim.gpu_job[g] == j.job_id)
+            pick = self.place(view, j, avail)
+            if pick is None:
+                free.difference_update(avail[: j.n])  # reserve (no backfill past a blocked higher-priority job)
+                continue
+            new[j.job_id] = pick
+            free.difference_update(pick)
+        out: list[Any] = [Revoke(j.job_id) for j in jobs if j.lease is not None and j.job_id not in keep]
+        out.extend(Lease(jid, gpus) for jid, gpus in new.items())
+        out.append(HareWake(self._next))
+        return out
+
+    def place(self, view: HareView, j: TaskJob, avail: list[int]) -> tuple[int, ...] | None:
+        if len(avail) < j.n:
+            return None
+        if not self.hetero_aware:
+            return tuple(avail[: j.n])
+        by_type: dict[str, list[int]] = {}
+        for g in avail:
+            by_type.setdefault(view.gpu_type(g), []).append(g)
+        fitting = [t for t, gs in by_type.items() if len(gs) >= j.n]
+        if fitting:
+            best = min(fitting, key=lambda t: (j.task_s[t], t))
+            return tuple(by_type[best][: j.n])
+        return tuple(sorted(avail, key=lambda g: (view.task_time(j, g), g))[: j.n])
+
+
+class GavelHet(_GangLease):
+    """Gavel-style heterogeneity-aware gang LAS (§6.6) [I]."""
+
+    name = "gavel-het"
+    hetero_aware = True
+
+    def __init__(self, tick_s: float = 360.0, switch_s: float | None = None) -> None:
+        super().__init__(tick_s, switch_s)
+
+    def key(self, view: HareView, j: TaskJob) -> Any:
+        return j.attained_ref_s
+
+
+class TiresiasHet(_GangLease):
+    """Tiresias 2D-LAS, gang, heterogeneity-unaware (§6.6) [I]."""
+
+    name = "tiresias-het"
+
+    def __init__(self, thresholds: Sequence[float] = (3600.0,), starvation_factor: float = 2.0,
+                 tick_s: float = 60.0, switch_s: float | None = None) -> None:
+        super().__init__(tick_s, switch_s)
+        self.thresholds = sorted(float(x) for x in thresholds)
+        self.starvation_factor = float(starvation_factor)
+
+    def key(self, view: HareView, j: TaskJob) -> Any:
+        if (self.starvation_factor > 0 and j.lease is None and j.running == 0 and j.last_service_s > 0
+                and view.now - j.wait_since >= self.starvation_factor * j.last_service_s):
+            return 0
+        return bisect_right(self.thresholds, j.gpu_busy_s)
+
+
+class SrtfHet(_GangLease):
+    """Clairvoyant SRTF on remaining reference time, gang, heterogeneity-unaware (§6.6) [I]."""
+
+    name = "srtf-het"
+
+    def key(self, view: HareView, j: TaskJob) -> Any:
+        return j.remaining_ref_s
+
+
+def _reg(name: str, desc: str, cls: type, **fixed: Any) -> None:
+    def factory(**params: Any) -> Any:
+        p = cls(**{**fixed, **params})
+        p.name = name
+        p.description = desc
+        return p
+    import inspect
+
+    factory.__signature__ = inspect.signature(cls)  # type: ignore[attr-defined]
+    register_policy(name, desc, family="chen2024")(factory)
+
+
+_reg("hare-offline", "Hare offline heuristic: Smith's rule on hetero-normalised size, guarded EFT task dispatch "
+     "(§6.4, task-level engine)", HareOffline)
+_reg("hlas", "Hare online HLAS: hetero-normalised LAS queues, starvation guard, hetero tie-break, relaxed sync "
+     "(§6.5, task-level engine)", Hlas)
+_reg("hare-naive-switch", "Ablation: HLAS with a naive runtime's task-switching cost (switch_s=3 s; §6.6)", Hlas,
+     switch_s=3.0)
+_reg("hare-gang", "Ablation: HLAS order with gang rounds (no relaxed sync; §6.6, task-level engine)", HareGang)
+_reg("gavel-het", "Gavel-style heterogeneity-aware gang LAS, 360 s rounds (§6.6, task-level engine)", GavelHet)
+_reg("tiresias-het", "Tiresias 2D-LAS gang, heterogeneity-unaware (§6.6, task-level engine)", TiresiasHet)
+_reg("srtf-het", "SRTF gang (clairvoyant), heterogeneity-unaware (§6.6, task-level engine)", SrtfHet)
