@@ -169,12 +169,18 @@ class JobView:
     @property
     def executed_s(self) -> float:
         """Wall time this job has held GPUs so far."""
-        return self._synced().run_s
+        s = self._s
+        if s.status is JobStatus.RUNNING:
+            return s.run_s + max(0.0, self._clock.now - s.last_t)
+        return s.run_s
 
     @property
     def attained_gpu_s(self) -> float:
         """GPU-seconds of service received so far (Tiresias' 2D attained service)."""
-        return self._synced().attained_gpu_s
+        s = self._s
+        if s.status is JobStatus.RUNNING:
+            return s.attained_gpu_s + max(0.0, self._clock.now - s.last_t) * len(s.gpus)
+        return s.attained_gpu_s
 
     @property
     def waiting_s(self) -> float:
