@@ -1,0 +1,158 @@
+"""Build the emulated cluster: one namespace per server, a two-level bridge fabric, ``tc tbf`` shaped links.
+
+Mapping of the simulator's links (``ddlsched.cluster.topology``) to the emulation:
+
+* server *s* = namespace ``ddl-s<s>`` with ``eth0`` (address 10.77.x.y/16, only inside our namespaces);
+* ``nic_tx[s]`` = tbf on ``eth0`` egress (server → its rack switch);
+* ``nic_rx[s]`` = tbf on the switch-side port ``ddls<s>`` egress (rack switch → server);
+* rack switch *r* = bridge ``ddlbr<r>`` in namespace ``ddl-fab``; the spine = bridge ``ddlbsp`` there;
+* ``rack_up[r]`` / ``rack_down[r]`` = tbf on the veth ends ``ddlu<r>`` (rack → spine) / ``ddld<r>`` (spine → rack);
+* ``gpu_tx`` (intra-server) = the server namespace's loopback, unshaped.
+
+All rates are the cluster's capacities × ``scale`` (see :func:`scaled_cluster`): the simulator's predictions are
+made on the scaled cluster, so emulated and simulated links have identical capacities.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from types import FrameType
+from typing import Any
+
+from ddlsched.cluster.topology import GBIT, Cluster, ServerSpec
+from ddlsched.testbed.netns import NS_PREFIX, TestbedError, check_prerequisites, read_state, sh, teardown, write_state
+
+FAB_NS = f"{NS_PREFIX}fab"
+MAX_SERVERS = 64
+
+
+def server_ns(s: int) -> str:
+    return f"{NS_PREFIX}s{s}"
+
+
+def server_ip(s: int) -> str:
+    return f"10.77.{s // 200}.{s % 200 + 1}"
+
+
+def scaled_cluster(cluster: Cluster, *, scale: float | None = None, nic_mbit: float | None = None,
+                   hop_latency_s: float | None = None) -> Cluster:
+    """The cluster with every capacity × ``scale`` (or scaled so its fastest NIC runs at ``nic_mbit`` Mbit/s)."""
+    if scale is None:
+        fastest = max(cluster.nic_Bps(s) for s in range(cluster.num_servers)) / GBIT
+        scale = (nic_mbit or 100.0) / 1000.0 / fastest
+    racks = [[ServerSpec(len(cluster.server_gpus[s]), cluster.gpu_type[cluster.server_gpus[s][0]],
+                         cluster.nic_Bps(s) / GBIT * scale) for s in ids] for ids in cluster.rack_servers]
+    out = Cluster.build(f"{cluster.name}×{scale:g}", racks, cluster.gpu_types, intra_gbps=cluster.intra_gbps * scale,
+                        oversubscription=cluster.oversubscription,
+                        hop_latency_s=cluster.hop_latency_s if hop_latency_s is None else hop_latency_s)
+    return out
+
+
+def with_hop_latency(cluster: Cluster, hop_latency_s: float) -> Cluster:
+    return replace(cluster, hop_latency_s=hop_latency_s)
+
+
+def _tbf(ns: str, dev: str, capacity_Bps: float) -> list[str]:
+    rate_bit = int(capacity_Bps * 8)
+    burst = max(16_000, int(capacity_Bps * 0.002))
+    return ["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", f"{rate_bit}bit",
+            "burst", str(burst), "latency", "20ms"]
+
+
+@dataclass
+class Fabric:
+    """A running emulation of ``cluster`` (already scaled)."""
+
+    cluster: Cluster
+    namespaces: list[str] = field(default_factory=list)
+
+    def state(self) -> dict[str, Any]:
+        c = self.cluster
+        return {
+            "cluster": c.name, "namespaces": self.namespaces, "pids": [],
+            "servers": [{"ns": server_ns(s), "ip": server_ip(s), "rack": c.server_rack[s],
+                         "gpus": list(c.server_gpus[s]), "nic_mbit": c.nic_Bps(s) * 8 / 1e6}
+                        for s in range(c.num_servers)],
+            "uplink_mbit": [c.links[c.rack_up_link(r)].capacity_Bps * 8 / 1e6 for r in range(c.num_racks)]
+            if c.num_racks > 1 else [],
+        }
+
+    def _add_ns(self, ns: str) -> None:
+        self.namespaces.append(ns)
+        write_state(self.state())  # record before creating so a crash mid-way is still cleaned up
+        sh(["ip", "netns", "add", ns])
+        sh(["ip", "-n", ns, "link", "set", "lo", "up"])
+
+    def up(self) -> None:
+        c = self.cluster
+        if c.num_servers > MAX_SERVERS:
+            raise TestbedError(f"{c.num_servers} servers: the testbed emulates at most {MAX_SERVERS}")
+        if read_state() is not None:
+            raise TestbedError("a testbed is already up (run 'ddlsched testbed down' first)")
+        self._add_ns(FAB_NS)
+        for r in range(c.num_racks):
+            sh(["ip", "-n", FAB_NS, "link", "add", f"ddlbr{r}", "type", "bridge"])
+            sh(["ip", "-n", FAB_NS, "link", "set", f"ddlbr{r}", "up"])
+        if c.num_racks > 1:
+            sh(["ip", "-n", FAB_NS, "link", "add", "ddlbsp", "type", "bridge"])
+            sh(["ip", "-n", FAB_NS, "link", "set", "ddlbsp", "up"])
+            for r in range(c.num_racks):
+                up, down = f"ddlu{r}", f"ddld{r}"
+                sh(["ip", "-n", FAB_NS, "link", "add", up, "type", "veth", "peer", "name", down])
+                sh(["ip", "-n", FAB_NS, "link", "set", up, "master", f"ddlbr{r}", "up"])
+                sh(["ip", "-n", FAB_NS, "link", "set", down, "master", "ddlbsp", "up"])
+                sh(_tbf(FAB_NS, up, c.links[c.rack_up_link(r)].capacity_Bps))
+                sh(_tbf(FAB_NS, down, c.links[c.rack_down_link(r)].capacity_Bps))
+        for s in range(c.num_servers):
+            ns, port = server_ns(s), f"ddls{s}"
+            self._add_ns(ns)
+            sh(["ip", "-n", FAB_NS, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns])
+            sh(["ip", "-n", FAB_NS, "link", "set", port, "master", f"ddlbr{c.server_rack[s]}", "up"])
+            sh(["ip", "-n", ns, "addr", "add", f"{server_ip(s)}/16", "dev", "eth0"])
+            sh(["ip", "-n", ns, "link", "set", "eth0", "up"])
+            sh(_tbf(ns, "eth0", c.links[c.nic_tx_link(s)].capacity_Bps))
+            sh(_tbf(FAB_NS, port, c.links[c.nic_rx_link(s)].capacity_Bps))
+        write_state(self.state())
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextlib.contextmanager
+def cleanup_on_signals() -> Iterator[None]:
+    """Turn SIGTERM/SIGHUP into KeyboardInterrupt so ``finally`` blocks (teardown) run."""
+    old = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+
+def bring_up(cluster: Cluster) -> Fabric:
+    """Check prerequisites and build the fabric; on any error or interrupt remove what was built."""
+    check_prerequisites()
+    fab = Fabric(cluster)
+    try:
+        with cleanup_on_signals():
+            fab.up()
+    except BaseException:
+        teardown(fab.namespaces)
+        raise
+    return fab
+
+
+@contextlib.contextmanager
+def testbed(cluster: Cluster, *, keep: bool = False) -> Iterator[Fabric]:
+    """``with testbed(scaled) as fab:`` — up, yield, and always down (unless ``keep``)."""
+    fab = bring_up(cluster)
+    try:
+        with cleanup_on_signals():
+            yield fab
+    finally:
+        if not keep:
+            teardown(fab.namespaces)
