@@ -16,6 +16,7 @@ made on the scaled cluster, so emulated and simulated links have identical capac
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -27,6 +28,8 @@ from ddlsched.testbed.netns import NS_PREFIX, TestbedError, check_prerequisites,
 
 FAB_NS = f"{NS_PREFIX}fab"
 MAX_SERVERS = 64
+QUEUE_BYTES = 2_000_000
+SHAPER = os.environ.get("DDL_SHAPER", "htb")
 
 
 def server_ns(s: int) -> str:
@@ -55,11 +58,32 @@ def with_hop_latency(cluster: Cluster, hop_latency_s: float) -> Cluster:
     return replace(cluster, hop_latency_s=hop_latency_s)
 
 
-def _tbf(ns: str, dev: str, capacity_Bps: float) -> list[str]:
-    rate_bit = int(capacity_Bps * 8)
-    burst = max(16_000, int(capacity_Bps * 0.002))
-    return ["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", f"{rate_bit}bit",
-            "burst", str(burst), "latency", "20ms"]
+def _shape(ns: str, dev: str, capacity_Bps: float) -> None:
+    """Shape egress of ``dev`` to ``capacity_Bps``.
+
+    ``htb`` (default): one rate-limited class, inside it a priority class for small packets (TCP ACKs; IP
+    length < 128) and a deep byte FIFO for data. Without it the ACKs of one ring hop queue behind the data
+    of the opposite hop (a ring sends both ways through every NIC), inflating RTT and starving the window.
+    ``tbf``: a plain token bucket with a deep queue (set ``DDL_SHAPER=tbf``; for comparison).
+    """
+    rate = f"{int(capacity_Bps * 8)}bit"
+    burst = str(max(16_000, int(capacity_Bps * 0.002)))
+    tc = ["tc", "-n", ns]
+    if SHAPER == "tbf":
+        sh([*tc, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate, "burst", burst,
+            "limit", str(QUEUE_BYTES)])
+        return
+    quantum = "1514"
+    sh([*tc, "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "20"])
+    sh([*tc, "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", rate, "ceil", rate,
+        "burst", burst, "cburst", burst, "quantum", quantum])
+    for cls, prio, share in (("1:10", "0", 0.05), ("1:20", "1", 0.95)):
+        sh([*tc, "class", "add", "dev", dev, "parent", "1:1", "classid", cls, "htb",
+            "rate", f"{int(capacity_Bps * 8 * share)}bit", "ceil", rate, "burst", burst, "cburst", burst,
+            "prio", prio, "quantum", quantum])
+    sh([*tc, "qdisc", "add", "dev", dev, "parent", "1:20", "handle", "20:", "bfifo", "limit", str(QUEUE_BYTES)])
+    sh([*tc, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+        "match", "u16", "0x0000", "0xff80", "at", "2", "flowid", "1:10"])
 
 
 @dataclass
@@ -104,8 +128,8 @@ class Fabric:
                 sh(["ip", "-n", FAB_NS, "link", "add", up, "type", "veth", "peer", "name", down])
                 sh(["ip", "-n", FAB_NS, "link", "set", up, "master", f"ddlbr{r}", "up"])
                 sh(["ip", "-n", FAB_NS, "link", "set", down, "master", "ddlbsp", "up"])
-                sh(_tbf(FAB_NS, up, c.links[c.rack_up_link(r)].capacity_Bps))
-                sh(_tbf(FAB_NS, down, c.links[c.rack_down_link(r)].capacity_Bps))
+                _shape(FAB_NS, up, c.links[c.rack_up_link(r)].capacity_Bps)
+                _shape(FAB_NS, down, c.links[c.rack_down_link(r)].capacity_Bps)
         for s in range(c.num_servers):
             ns, port = server_ns(s), f"ddls{s}"
             self._add_ns(ns)
@@ -113,8 +137,9 @@ class Fabric:
             sh(["ip", "-n", FAB_NS, "link", "set", port, "master", f"ddlbr{c.server_rack[s]}", "up"])
             sh(["ip", "-n", ns, "addr", "add", f"{server_ip(s)}/16", "dev", "eth0"])
             sh(["ip", "-n", ns, "link", "set", "eth0", "up"])
-            sh(_tbf(ns, "eth0", c.links[c.nic_tx_link(s)].capacity_Bps))
-            sh(_tbf(FAB_NS, port, c.links[c.nic_rx_link(s)].capacity_Bps))
+            sh(["sysctl", "-q", "-w", "net.ipv4.tcp_slow_start_after_idle=0"], ns=ns)
+            _shape(ns, "eth0", c.links[c.nic_tx_link(s)].capacity_Bps)
+            _shape(FAB_NS, port, c.links[c.nic_rx_link(s)].capacity_Bps)
         write_state(self.state())
 
 
