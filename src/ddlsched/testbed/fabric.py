@@ -91,12 +91,13 @@ class Fabric:
     """A running emulation of ``cluster`` (already scaled)."""
 
     cluster: Cluster
+    meta: dict[str, Any] = field(default_factory=dict)  # how to rebuild the scaled cluster (spec, nic_mbit)
     namespaces: list[str] = field(default_factory=list)
 
     def state(self) -> dict[str, Any]:
         c = self.cluster
         return {
-            "cluster": c.name, "namespaces": self.namespaces, "pids": [],
+            "cluster": c.name, **self.meta, "namespaces": self.namespaces, "pids": [],
             "servers": [{"ns": server_ns(s), "ip": server_ip(s), "rack": c.server_rack[s],
                          "gpus": list(c.server_gpus[s]), "nic_mbit": c.nic_Bps(s) * 8 / 1e6}
                         for s in range(c.num_servers)],
@@ -158,10 +159,10 @@ def cleanup_on_signals() -> Iterator[None]:
             signal.signal(sig, h)
 
 
-def bring_up(cluster: Cluster) -> Fabric:
+def bring_up(cluster: Cluster, meta: dict[str, Any] | None = None) -> Fabric:
     """Check prerequisites and build the fabric; on any error or interrupt remove what was built."""
     check_prerequisites()
-    fab = Fabric(cluster)
+    fab = Fabric(cluster, dict(meta or {}))
     try:
         with cleanup_on_signals():
             fab.up()
@@ -172,9 +173,9 @@ def bring_up(cluster: Cluster) -> Fabric:
 
 
 @contextlib.contextmanager
-def testbed(cluster: Cluster, *, keep: bool = False) -> Iterator[Fabric]:
+def testbed(cluster: Cluster, *, keep: bool = False, meta: dict[str, Any] | None = None) -> Iterator[Fabric]:
     """``with testbed(scaled) as fab:`` — up, yield, and always down (unless ``keep``)."""
-    fab = bring_up(cluster)
+    fab = bring_up(cluster, meta)
     try:
         with cleanup_on_signals():
             yield fab
