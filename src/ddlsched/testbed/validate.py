@@ -35,7 +35,8 @@ def run_suite(cluster: Cluster, scenarios: Sequence[Scenario], out_dir: str | Pa
     for sc in scenarios:
         res = run_schedule(cluster, sc.jobs, Path(out_dir) / sc.name, backend=backend)
         out.append(ScenarioResult(sc, res))
-        log(f"  {sc.name:<10} {res.wall_s:5.1f} s, CPU {100 * res.cpu_util:3.0f} %: " + ", ".join(
+        log(f"  {sc.name:<10} {res.wall_s:5.1f} s, CPU workers {100 * res.worker_cpu:3.0f} % host "
+            f"{100 * res.cpu_util:3.0f} %: " + ", ".join(
             f"{j}: comm {m.comm_s:.3f} s JCT {m.jct_s:.2f} s" for j, m in res.jobs.items()))
     return out
 
@@ -75,7 +76,8 @@ def evaluate(cluster: Cluster, results: Sequence[ScenarioResult],
             entry[f"{metric}_signed_worst"] = worst[1]["predicted"][key][f"{metric}_err"]
         summary.append(entry)
     cpu = {r.scenario.name: r.run.cpu_util for r in results}
-    return {"summary": summary, "jobs": jobs, "cpu_util": cpu}
+    wcpu = {r.scenario.name: r.run.worker_cpu for r in results}
+    return {"summary": summary, "jobs": jobs, "cpu_util": cpu, "worker_cpu": wcpu}
 
 
 def _pct(x: float) -> str:
