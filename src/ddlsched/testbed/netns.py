@@ -28,6 +28,8 @@ STATE_PATH = Path(os.environ.get("DDLSCHED_TESTBED_STATE", "/run/ddlsched-testbe
 class TestbedError(DdlschedError):
     """The testbed cannot be built or driven (not root, no namespaces/tc, a command failed)."""
 
+    __test__ = False  # not a pytest class
+
 
 def sh(args: Sequence[str], *, check: bool = True, ns: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run a command (inside namespace ``ns`` if given); raise :class:`TestbedError` on failure."""
