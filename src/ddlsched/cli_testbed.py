@@ -240,7 +240,8 @@ def validate(spec: str, nic_mbit: float, calibration: str | None, out: str, doc:
     click.echo(table)
     if doc:
         _update_doc(Path(doc), report, table, detail)
-        click.echo(f"wrote {doc} and {out}/fidelity.json")
+        save_report(report, Path(doc).with_suffix(".json"))
+        click.echo(f"wrote {doc}, {Path(doc).with_suffix('.json')} and {out}/fidelity.json")
 
 
 BEGIN, END = "<!-- fidelity:begin -->", "<!-- fidelity:end -->"

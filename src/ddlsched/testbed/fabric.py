@@ -29,6 +29,7 @@ from ddlsched.testbed.netns import NS_PREFIX, TestbedError, check_prerequisites,
 FAB_NS = f"{NS_PREFIX}fab"
 MAX_SERVERS = 64
 QUEUE_BYTES = 2_000_000
+QUEUE_MS = float(os.environ.get("DDL_QUEUE_MS", "0"))  # > 0: queue = this many ms at the link rate
 SHAPER = os.environ.get("DDL_SHAPER", "htb")
 
 
@@ -81,7 +82,8 @@ def _shape(ns: str, dev: str, capacity_Bps: float) -> None:
         sh([*tc, "class", "add", "dev", dev, "parent", "1:1", "classid", cls, "htb",
             "rate", f"{int(capacity_Bps * 8 * share)}bit", "ceil", rate, "burst", burst, "cburst", burst,
             "prio", prio, "quantum", quantum])
-    sh([*tc, "qdisc", "add", "dev", dev, "parent", "1:20", "handle", "20:", "bfifo", "limit", str(QUEUE_BYTES)])
+    limit = max(64_000, int(capacity_Bps * QUEUE_MS / 1e3)) if QUEUE_MS > 0 else QUEUE_BYTES
+    sh([*tc, "qdisc", "add", "dev", dev, "parent", "1:20", "handle", "20:", "bfifo", "limit", str(limit)])
     sh([*tc, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
         "match", "u16", "0x0000", "0xff80", "at", "2", "flowid", "1:10"])
 
