@@ -152,8 +152,8 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 
 @contextlib.contextmanager
 def cleanup_on_signals() -> Iterator[None]:
-    """Turn SIGTERM/SIGHUP into KeyboardInterrupt so ``finally`` blocks (teardown) run."""
-    old = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    """Turn SIGINT/SIGTERM/SIGHUP (even if inherited as ignored) into KeyboardInterrupt so teardown runs."""
+    old = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:
