@@ -60,6 +60,8 @@ def model_params(name: str, calibration: Mapping[str, Any] | None) -> dict[str, 
     cls = PERF_MODELS[name]
     accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "cluster"}
     merged = {**calibration.get("common", {}), **calibration.get("models", {}).get(name, {})}
+    if "raw" in calibration:
+        merged = dict(calibration["raw"].get(name, {}))
     return {k: v for k, v in merged.items() if k in accepted}
 
 

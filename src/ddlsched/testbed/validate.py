@@ -17,8 +17,8 @@ from typing import Any
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf import PERF_MODELS
-from ddlsched.testbed.calibrate import calibrated_cluster
-from ddlsched.testbed.executor import RunResult, run_schedule
+from ddlsched.testbed.calibrate import RAW_PARAMS, calibrated_cluster
+from ddlsched.testbed.executor import JobMeasurement, RunResult, run_schedule
 from ddlsched.testbed.predict import predict
 from ddlsched.testbed.scenarios import Scenario
 
@@ -34,10 +34,21 @@ def run_suite(cluster: Cluster, scenarios: Sequence[Scenario], out_dir: str | Pa
     out: list[ScenarioResult] = []
     for sc in scenarios:
         res = run_schedule(cluster, sc.jobs, Path(out_dir) / sc.name, backend=backend)
+        (Path(out_dir) / sc.name / "run.json").write_text(json.dumps(res.as_json()))
         out.append(ScenarioResult(sc, res))
         log(f"  {sc.name:<10} {res.wall_s:5.1f} s, CPU workers {100 * res.worker_cpu:3.0f} % host "
             f"{100 * res.cpu_util:3.0f} %: " + ", ".join(
             f"{j}: comm {m.comm_s:.3f} s JCT {m.jct_s:.2f} s" for j, m in res.jobs.items()))
+    return out
+
+
+def load_suite(scenarios: Sequence[Scenario], out_dir: str | Path) -> list[ScenarioResult]:
+    """The results :func:`run_suite` saved (``<out_dir>/<scenario>/run.json``), to re-evaluate without a testbed."""
+    out = []
+    for sc in scenarios:
+        data = json.loads((Path(out_dir) / sc.name / "run.json").read_text())
+        jobs = {k: JobMeasurement(**v) for k, v in data["jobs"].items()}
+        out.append(ScenarioResult(sc, RunResult(jobs, data["cpu_util"], data["wall_s"], data.get("worker_cpu", 0.0))))
     return out
 
 
@@ -46,7 +57,7 @@ def evaluate(cluster: Cluster, results: Sequence[ScenarioResult],
     """Per-job predictions of every model/variant and the summary error table."""
     variants: list[tuple[str, str, Cluster, Mapping[str, Any] | None]] = []
     for name in PERF_MODELS:
-        variants.append((name, "raw", cluster, None))
+        variants.append((name, "raw", cluster, {"raw": RAW_PARAMS}))
         if calibration:
             variants.append((name, "calibrated", calibrated_cluster(cluster, calibration), calibration))
     jobs: list[dict[str, Any]] = []
