@@ -73,6 +73,8 @@ CALIBRATION: tuple[Scenario, ...] = (
     Scenario("cal-2ring", "isolated 2-ring", (J("a", ring([0, 1]), 6, 4),)),
     Scenario("cal-4ring", "isolated 4-ring, small gradient", (J("a", ring([4, 5, 0, 1]), 3, 5),)),
     Scenario("cal-6ring", "isolated 6-ring", (J("a", ring([0, 1, 2, 3, 4, 5]), 8, 3),)),
+    Scenario("cal-lat", "isolated 6-ring, tiny gradient (latency-dominated: pins α)",
+             (J("a", ring([0, 1, 2, 3], 0) + ring([0, 1], 1), 0.3, 10),)),
     Scenario("cal-slow", "isolated 2-ring on the 4 Gb/s NICs", (J("a", ring([6, 7]), 3, 4),)),
     Scenario("cal-share2", "two 2-rings sharing NICs 2,3", (
         J("a", ring([2, 3], 0), 4, 4), J("b", ring([2, 3], 1), 4, 4))),
