@@ -68,7 +68,9 @@ def _shape(ns: str, dev: str, capacity_Bps: float) -> None:
     ``tbf``: a plain token bucket with a deep queue (set ``DDL_SHAPER=tbf``; for comparison).
     """
     rate = f"{int(capacity_Bps * 8)}bit"
-    burst = str(max(16_000, int(capacity_Bps * 0.002)))
+    # a small bucket (0.5 ms at the rate, ≥ 4 kB): a large one lets each ring step's first bytes through at
+    # line rate, which makes short transfers look faster than the link (seen with 25 kB buckets)
+    burst = str(max(4_000, int(capacity_Bps * 0.0005)))
     tc = ["tc", "-n", ns]
     if SHAPER == "tbf":
         sh([*tc, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate, "burst", burst,

@@ -65,8 +65,9 @@ VALIDATION: tuple[Scenario, ...] = (
     Scenario("staggered", "jobs start and finish at different times on shared NICs", (
         J("a", ring([0, 1, 2, 3], 0), 6, 8), J("b", ring([0, 1, 2, 3], 1), 6, 3, start_s=2.5),
         J("c", ring([2, 3], 2), 4, 4, start_s=5.0))),
-    Scenario("compute", "2 jobs share 4 NICs with compute ≈ communication (phases can interleave)", (
-        J("a", ring([0, 1, 2, 3], 0), 8, 5, compute_ms=900), J("b", ring([0, 1, 2, 3], 1), 8, 5, compute_ms=900))),
+    Scenario("compute", "2 jobs share 4 NICs, compute ≈ communication, b offset by one compute phase", (
+        J("a", ring([0, 1, 2, 3], 0), 8, 5, compute_ms=900),
+        J("b", ring([0, 1, 2, 3], 1), 8, 5, compute_ms=900, start_s=0.9))),
 )
 
 CALIBRATION: tuple[Scenario, ...] = (

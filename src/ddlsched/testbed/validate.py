@@ -96,8 +96,8 @@ def _pct(x: float) -> str:
 
 
 def markdown_table(report: Mapping[str, Any]) -> str:
-    lines = ["| model | params | comm. median |err| | comm. worst |err| (where) | JCT median |err| | "
-             "JCT worst |err| (where) |", "|---|---|---:|---|---:|---|"]
+    lines = ["| model | params | comm. median abs. error | comm. worst error (where) | JCT median abs. error | "
+             "JCT worst error (where) |", "|---|---|---:|---|---:|---|"]
     for e in report["summary"]:
         lines.append(f"| `{e['model']}` | {e['variant']} | {_pct(e['comm_median'])} | "
                      f"{_pct(e['comm_signed_worst'])} ({e['comm_worst_at']}) | {_pct(e['jct_median'])} | "
