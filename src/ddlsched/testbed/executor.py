@@ -91,7 +91,7 @@ def run_schedule(cluster: Cluster, jobs: Sequence[JobRun], out_dir: str | Path, 
         raise TestbedError(f"{nproc} workers: at most {MAX_WORKERS} run at once on this host")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    lead = 1.0 + 0.15 * nproc
+    lead = 2.0 + 0.3 * nproc  # process start-up (numpy import) on a busy 2-core host
     t0 = time.time() + lead
     procs: list[tuple[str, subprocess.Popen[bytes]]] = []
     env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "eth0"}
