@@ -22,6 +22,7 @@ from ddlsched.perf import PERF_MODELS
 from ddlsched.testbed.netns import leftovers, read_state, teardown
 
 DEFAULT_OUT = "results/validation"
+FAIR_CLASSES = 8
 
 
 def _base_cluster(spec: str) -> Cluster:
@@ -41,7 +42,8 @@ def _scaled(spec: str, nic_mbit: float, scale: float | None) -> tuple[Cluster, d
 
 
 @contextlib.contextmanager
-def _session(spec: str, nic_mbit: float, scale: float | None, keep: bool) -> Iterator[tuple[Cluster, dict]]:
+def _session(spec: str, nic_mbit: float, scale: float | None, keep: bool,
+             fair: int = 0) -> Iterator[tuple[Cluster, dict]]:
     """Use the testbed that is up (if it matches), else bring one up and take it down afterwards."""
     from ddlsched.testbed.fabric import testbed as tb_ctx
 
@@ -54,7 +56,7 @@ def _session(spec: str, nic_mbit: float, scale: float | None, keep: bool) -> Ite
         return
     sc, meta = _scaled(spec, nic_mbit, scale)
     click.echo(f"testbed up: {sc.describe()}")
-    with tb_ctx(sc, keep=keep, meta=meta):
+    with tb_ctx(sc, keep=keep, meta=meta, fair_jobs=fair):
         yield sc, meta
     if not keep:
         left = leftovers()
@@ -70,6 +72,9 @@ cluster_opt = click.option("--cluster", "spec", default="tb32", show_default=Tru
 nic_opt = click.option("--nic-mbit", default=100.0, show_default=True,
                        help="emulated rate of the fastest NIC; every capacity is scaled by the same factor")
 scale_opt = click.option("--scale", type=float, default=None, help="explicit capacity scale (overrides --nic-mbit)")
+fair_opt = click.option("--fair", "fair", flag_value=FAIR_CLASSES, default=0,
+                        help="control experiment: share every link fairly between jobs (per-job htb classes) "
+                             "instead of FIFO")
 
 
 @click.group()
@@ -81,13 +86,14 @@ def testbed() -> None:
 @cluster_opt
 @nic_opt
 @scale_opt
-def up(spec: str, nic_mbit: float, scale: float | None) -> None:
+@fair_opt
+def up(spec: str, nic_mbit: float, scale: float | None, fair: int) -> None:
     """Build the emulated cluster and leave it up."""
     from ddlsched.testbed.fabric import bring_up
 
     try:
         sc, meta = _scaled(spec, nic_mbit, scale)
-        fab = bring_up(sc, meta)
+        fab = bring_up(sc, meta, fair)
     except DdlschedError as e:
         _fail(e)
     click.echo(f"up: {sc.describe()} — {len(fab.namespaces)} namespaces (scale {meta['scale']:g})")
@@ -169,20 +175,22 @@ def run(schedule_path: str, calibration: str | None, backend: str, out: str) -> 
 @scale_opt
 @click.option("--out", default=f"{DEFAULT_OUT}/calibration.json", show_default=True)
 @click.option("--keep", is_flag=True, help="leave the testbed up")
-def calibrate(spec: str, nic_mbit: float, scale: float | None, out: str, keep: bool) -> None:
+@fair_opt
+def calibrate(spec: str, nic_mbit: float, scale: float | None, out: str, keep: bool, fair: int) -> None:
     """Fit α, link efficiency and the per-NIC β/η from the calibration suite; save a profile."""
     try:
-        _calibrate(spec, nic_mbit, scale, out, keep)
+        _calibrate(spec, nic_mbit, scale, out, keep, fair)
     except DdlschedError as e:
         _fail(e)
 
 
-def _calibrate(spec: str, nic_mbit: float, scale: float | None, out: str, keep: bool) -> dict[str, Any]:
+def _calibrate(spec: str, nic_mbit: float, scale: float | None, out: str, keep: bool,
+               fair: int = 0) -> dict[str, Any]:
     from ddlsched.testbed.calibrate import fit, save_calibration
     from ddlsched.testbed.scenarios import CALIBRATION
     from ddlsched.testbed.validate import run_suite
 
-    with _session(spec, nic_mbit, scale, keep) as (sc, meta):
+    with _session(spec, nic_mbit, scale, keep, fair) as (sc, meta):
         click.echo("calibration suite:")
         results = run_suite(sc, CALIBRATION, Path(out).parent / "calibration-runs", log=click.echo)
         prof = fit(sc, [(r.scenario, r.run) for r in results], nic_mbit=meta["nic_mbit"], scale=meta["scale"])
@@ -205,8 +213,9 @@ def _calibrate(spec: str, nic_mbit: float, scale: float | None, out: str, keep: 
 @click.option("--reuse", type=click.Path(exists=True, file_okay=False), default=None,
               help="re-evaluate the runs saved in this --out directory (no testbed, no root): e.g. after new "
                    "perf models were added")
+@fair_opt
 def validate(spec: str, nic_mbit: float, calibration: str | None, out: str, doc: str, only: tuple[str, ...],
-             backend: str, keep: bool, reuse: str | None) -> None:
+             backend: str, keep: bool, reuse: str | None, fair: int) -> None:
     """Calibrate, run the fidelity suite, write the table (JSON + docs/validation.md), tear down."""
     from ddlsched.testbed.calibrate import load_calibration
     from ddlsched.testbed.scenarios import VALIDATION
@@ -225,12 +234,12 @@ def validate(spec: str, nic_mbit: float, calibration: str | None, out: str, doc:
             save_calibration(cal, f"{out}/calibration.json")
         results = load_suite(scenarios, Path(reuse) / "runs")
     else:
-        cal, sc, meta, results = _run_validation(spec, nic_mbit, calibration, out, scenarios, backend, keep)
+        cal, sc, meta, results = _run_validation(spec, nic_mbit, calibration, out, scenarios, backend, keep, fair)
     _report(sc, meta, cal, results, out, doc)
 
 
 def _run_validation(spec: str, nic_mbit: float, calibration: str | None, out: str, scenarios: list[Any],
-                    backend: str, keep: bool) -> tuple[Any, Cluster, dict[str, Any], list[Any]]:
+                    backend: str, keep: bool, fair: int = 0) -> tuple[Any, Cluster, dict[str, Any], list[Any]]:
     from ddlsched.testbed.calibrate import load_calibration
     from ddlsched.testbed.fabric import cleanup_on_signals
     from ddlsched.testbed.validate import run_suite
@@ -238,10 +247,11 @@ def _run_validation(spec: str, nic_mbit: float, calibration: str | None, out: st
     try:
         with cleanup_on_signals():
             try:
-                with _session(spec, nic_mbit, None, True) as (sc, meta):
+                with _session(spec, nic_mbit, None, True, fair) as (sc, meta):
                     pass  # bring up once; calibration and the suite reuse it
                 cal = load_calibration(calibration) if calibration else _calibrate(
                     spec, nic_mbit, None, f"{out}/calibration.json", True)
+                meta = {**meta, "fair_jobs": fair}
                 with _session(spec, nic_mbit, None, True) as (sc, meta):
                     click.echo("validation suite:")
                     results = run_suite(sc, scenarios, Path(out) / "runs", backend=backend, log=click.echo)

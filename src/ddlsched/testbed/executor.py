@@ -25,7 +25,8 @@ from ddlsched.testbed.netns import TestbedError, kill_pids, read_state, write_st
 from ddlsched.testbed.predict import JobRun
 
 MAX_WORKERS = 16
-BASE_PORT = 21000
+BASE_PORT = 21504  # job i listens on BASE_PORT + 64·i + rank (64-aligned: the fair shaper matches on it)
+PORT_STRIDE = 64
 # workers are latency sensitive and light (~10 % of a core each at 100 Mbit/s); on a shared host a small
 # priority boost keeps other tenants' CPU-bound work from stretching their steps
 WORKER_NICE = int(os.environ.get("DDL_WORKER_NICE", "-5"))
@@ -100,7 +101,7 @@ def run_schedule(cluster: Cluster, jobs: Sequence[JobRun], out_dir: str | Path, 
     try:
         for ji, job in enumerate(jobs):
             order = cluster.ring_order(job.gpus)
-            peers = ",".join(f"{server_ip(cluster.gpu_server[gpu])}:{BASE_PORT + 50 * ji + r}"
+            peers = ",".join(f"{server_ip(cluster.gpu_server[gpu])}:{BASE_PORT + PORT_STRIDE * ji + r}"
                              for r, gpu in enumerate(order))
             for r, gpu in enumerate(order):
                 ns = server_ns(cluster.gpu_server[gpu])

@@ -59,13 +59,16 @@ def with_hop_latency(cluster: Cluster, hop_latency_s: float) -> Cluster:
     return replace(cluster, hop_latency_s=hop_latency_s)
 
 
-def _shape(ns: str, dev: str, capacity_Bps: float) -> None:
+def _shape(ns: str, dev: str, capacity_Bps: float, fair_jobs: int = 0) -> None:
     """Shape egress of ``dev`` to ``capacity_Bps``.
 
     ``htb`` (default): one rate-limited class, inside it a priority class for small packets (TCP ACKs; IP
     length < 128) and a deep byte FIFO for data. Without it the ACKs of one ring hop queue behind the data
     of the opposite hop (a ring sends both ways through every NIC), inflating RTT and starving the window.
     ``tbf``: a plain token bucket with a deep queue (set ``DDL_SHAPER=tbf``; for comparison).
+    ``fair_jobs`` > 0 (control experiment, ``--fair``): the data of job i (TCP destination ports
+    ``BASE_PORT + 64·i …``) gets its own htb class with equal share and borrowing up to the link rate, i.e. the
+    link is shared fairly between jobs instead of FIFO — what the max-min model assumes.
     """
     rate = f"{int(capacity_Bps * 8)}bit"
     # a small bucket (0.5 ms at the rate, ≥ 4 kB): a large one lets each ring step's first bytes through at
@@ -88,6 +91,16 @@ def _shape(ns: str, dev: str, capacity_Bps: float) -> None:
     sh([*tc, "qdisc", "add", "dev", dev, "parent", "1:20", "handle", "20:", "bfifo", "limit", str(limit)])
     sh([*tc, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
         "match", "u16", "0x0000", "0xff80", "at", "2", "flowid", "1:10"])
+    from ddlsched.testbed.executor import BASE_PORT, PORT_STRIDE
+
+    for k in range(fair_jobs):
+        cls = f"1:{0x100 + k:x}"
+        sh([*tc, "class", "add", "dev", dev, "parent", "1:1", "classid", cls, "htb",
+            "rate", f"{int(capacity_Bps * 8 * 0.95 / fair_jobs)}bit", "ceil", rate, "burst", burst, "cburst", burst,
+            "prio", "1", "quantum", quantum])
+        sh([*tc, "qdisc", "add", "dev", dev, "parent", cls, "bfifo", "limit", str(limit)])
+        sh([*tc, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "2", "u32", "match", "ip",
+            "dport", str(BASE_PORT + PORT_STRIDE * k), hex(0x10000 - PORT_STRIDE), "flowid", cls])
 
 
 @dataclass
@@ -96,6 +109,7 @@ class Fabric:
 
     cluster: Cluster
     meta: dict[str, Any] = field(default_factory=dict)  # how to rebuild the scaled cluster (spec, nic_mbit)
+    fair_jobs: int = 0  # > 0: per-job fair classes on every link (see _shape)
     namespaces: list[str] = field(default_factory=list)
 
     def state(self) -> dict[str, Any]:
@@ -133,8 +147,8 @@ class Fabric:
                 sh(["ip", "-n", FAB_NS, "link", "add", up, "type", "veth", "peer", "name", down])
                 sh(["ip", "-n", FAB_NS, "link", "set", up, "master", f"ddlbr{r}", "up"])
                 sh(["ip", "-n", FAB_NS, "link", "set", down, "master", "ddlbsp", "up"])
-                _shape(FAB_NS, up, c.links[c.rack_up_link(r)].capacity_Bps)
-                _shape(FAB_NS, down, c.links[c.rack_down_link(r)].capacity_Bps)
+                _shape(FAB_NS, up, c.links[c.rack_up_link(r)].capacity_Bps, self.fair_jobs)
+                _shape(FAB_NS, down, c.links[c.rack_down_link(r)].capacity_Bps, self.fair_jobs)
         for s in range(c.num_servers):
             ns, port = server_ns(s), f"ddls{s}"
             self._add_ns(ns)
@@ -143,8 +157,8 @@ class Fabric:
             sh(["ip", "-n", ns, "addr", "add", f"{server_ip(s)}/16", "dev", "eth0"])
             sh(["ip", "-n", ns, "link", "set", "eth0", "up"])
             sh(["sysctl", "-q", "-w", "net.ipv4.tcp_slow_start_after_idle=0"], ns=ns)
-            _shape(ns, "eth0", c.links[c.nic_tx_link(s)].capacity_Bps)
-            _shape(FAB_NS, port, c.links[c.nic_rx_link(s)].capacity_Bps)
+            _shape(ns, "eth0", c.links[c.nic_tx_link(s)].capacity_Bps, self.fair_jobs)
+            _shape(FAB_NS, port, c.links[c.nic_rx_link(s)].capacity_Bps, self.fair_jobs)
         write_state(self.state())
 
 
@@ -163,10 +177,10 @@ def cleanup_on_signals() -> Iterator[None]:
             signal.signal(sig, h)
 
 
-def bring_up(cluster: Cluster, meta: dict[str, Any] | None = None) -> Fabric:
+def bring_up(cluster: Cluster, meta: dict[str, Any] | None = None, fair_jobs: int = 0) -> Fabric:
     """Check prerequisites and build the fabric; on any error or interrupt remove what was built."""
     check_prerequisites()
-    fab = Fabric(cluster, dict(meta or {}))
+    fab = Fabric(cluster, {**(meta or {}), "fair_jobs": fair_jobs}, fair_jobs=fair_jobs)
     try:
         with cleanup_on_signals():
             fab.up()
@@ -177,9 +191,10 @@ def bring_up(cluster: Cluster, meta: dict[str, Any] | None = None) -> Fabric:
 
 
 @contextlib.contextmanager
-def testbed(cluster: Cluster, *, keep: bool = False, meta: dict[str, Any] | None = None) -> Iterator[Fabric]:
+def testbed(cluster: Cluster, *, keep: bool = False, meta: dict[str, Any] | None = None,
+            fair_jobs: int = 0) -> Iterator[Fabric]:
     """``with testbed(scaled) as fab:`` — up, yield, and always down (unless ``keep``)."""
-    fab = bring_up(cluster, meta)
+    fab = bring_up(cluster, meta, fair_jobs)
     try:
         with cleanup_on_signals():
             yield fab

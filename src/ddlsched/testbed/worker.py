@@ -111,7 +111,7 @@ class TorchRing:
         self.torch, self.dist = torch, dist
         self.rank, self.n = rank, len(peers)
         host, port = peers[0]
-        dist.init_process_group("gloo", init_method=f"tcp://{host}:{port + 1000}", rank=rank, world_size=self.n,
+        dist.init_process_group("gloo", init_method=f"tcp://{host}:{port + 2000}", rank=rank, world_size=self.n,
                                 timeout=datetime.timedelta(seconds=timeout_s))
 
     def sendrecv(self, send: np.ndarray, recv: np.ndarray) -> None:
