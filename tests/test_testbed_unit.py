@@ -96,3 +96,24 @@ def test_socket_ring_allreduce_on_loopback(n: int):
     total = sum(range(1, n + 1))
     for r in range(n):
         np.testing.assert_allclose(out[r], np.arange(1001, dtype=np.float32) * total)
+
+
+def test_evaluate_reports_every_model_and_reuses_saved_runs(tmp_path):
+    import json
+
+    from ddlsched.perf import PERF_MODELS
+    from ddlsched.testbed.validate import evaluate, load_suite, markdown_detail, markdown_table
+
+    sc = scaled_cluster(tb32(), nic_mbit=100)
+    scen = [s for s in VALIDATION if s.name in ("nic2", "uplink")]
+    for s in scen:
+        pred = predict(sc, s.jobs, "maxmin")
+        res = _result(list(s.jobs), {j: p.comm_s * 1.1 for j, p in pred.items()})  # measured 10 % slower
+        (tmp_path / s.name).mkdir()
+        (tmp_path / s.name / "run.json").write_text(json.dumps(res.as_json()))
+    results = load_suite(scen, tmp_path)
+    report = evaluate(sc, results, {"hop_latency_s": 0.0, "common": {}, "models": {"maxmin": {"efficiency": 1.0}}})
+    rows = {(e["model"], e["variant"]): e for e in report["summary"]}
+    assert {m for m, _ in rows} == set(PERF_MODELS)
+    assert rows[("maxmin", "raw")]["comm_median"] == pytest.approx(abs(1 / 1.1 - 1), rel=1e-6)
+    assert "`maxmin`" in markdown_table(report) and "nic2" in markdown_detail(report)
