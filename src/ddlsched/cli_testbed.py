@@ -130,8 +130,10 @@ def _load_schedule(path: str) -> tuple[dict[str, Any], list[Any]]:
               help="YAML: cluster, nic_mbit, jobs: [{id, gpus|num_gpus, grad_mb|model, iters, compute_ms, start_s}]")
 @click.option("--calibration", type=click.Path(exists=True), default=None)
 @click.option("--backend", type=click.Choice(["socket", "torch"]), default="socket", show_default=True)
+@click.option("--compute", type=click.Choice(["sleep", "train"]), default="sleep", show_default=True,
+              help="compute phase: sleep compute_ms, or a real small CPU training step (torch)")
 @click.option("--out", default="results/testbed-run", show_default=True)
-def run(schedule_path: str, calibration: str | None, backend: str, out: str) -> None:
+def run(schedule_path: str, calibration: str | None, backend: str, compute: str, out: str) -> None:
     """Run a given schedule for real and compare with every model's prediction."""
     from dataclasses import replace
 
@@ -155,10 +157,12 @@ def run(schedule_path: str, calibration: str | None, backend: str, out: str) -> 
                     j = replace(j, grad_mb=catalog[raw["model"]].grad_mb * meta["scale"])
                 busy |= set(j.gpus)
                 placed.append(j)
-            res = run_schedule(sc, placed, out, backend=backend)
+            res = run_schedule(sc, placed, out, backend=backend, compute=compute)
             executed = res.as_executed(placed)
+            if compute == "train":  # predict with the measured compute time of the real training step
+                executed = [replace(j, compute_ms=1e3 * res.jobs[j.job_id].compute_s) for j in executed]
             cluster = calibrated_cluster(sc, cal)
-            click.echo(f"CPU {100 * res.cpu_util:.0f} %")
+            click.echo(f"CPU: workers {100 * res.worker_cpu:.0f} %, host {100 * res.cpu_util:.0f} %")
             for m in PERF_MODELS:
                 p = predict(cluster, executed, m, cal)
                 for j in executed:
