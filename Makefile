@@ -28,3 +28,9 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) results .pytest_cache .ruff_cache
+
+# Emulated-cluster fidelity suite (needs root): testbed up → calibrate → validation suite →
+# docs/validation.md + results/validation/fidelity.json → testbed down (always, also on error/interrupt).
+.PHONY: validate
+validate: $(STAMP)
+	$(PY) -m ddlsched.cli_testbed validate --out results/validation --doc docs/validation.md

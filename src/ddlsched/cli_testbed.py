@@ -1,0 +1,325 @@
+"""``ddlsched testbed …``: the emulated-cluster testbed (see ``ddlsched.testbed`` and docs/validation.md).
+
+The main CLI adds the :data:`testbed` group; standalone: ``python -m ddlsched.cli_testbed …`` (needs root).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from ddlsched.cluster.presets import load_cluster
+from ddlsched.cluster.topology import Cluster
+from ddlsched.errors import DdlschedError
+from ddlsched.perf import PERF_MODELS
+from ddlsched.testbed.netns import leftovers, read_state, teardown
+
+DEFAULT_OUT = "results/validation"
+FAIR_CLASSES = 8
+
+
+def _base_cluster(spec: str) -> Cluster:
+    from ddlsched.testbed.scenarios import tb4, tb32
+
+    return {"tb32": tb32, "tb4": tb4}[spec]() if spec in ("tb32", "tb4") else load_cluster(spec)
+
+
+def _scaled(spec: str, nic_mbit: float, scale: float | None) -> tuple[Cluster, dict[str, Any]]:
+    from ddlsched.testbed.fabric import scaled_cluster
+
+    base = _base_cluster(spec)
+    sc = scaled_cluster(base, scale=scale, nic_mbit=nic_mbit)
+    eff_scale = sc.nic_Bps(0) / base.nic_Bps(0)
+    fastest = max(sc.nic_Bps(s) for s in range(sc.num_servers)) * 8 / 1e6
+    return sc, {"spec": spec, "scale": eff_scale, "nic_mbit": fastest}
+
+
+@contextlib.contextmanager
+def _session(spec: str, nic_mbit: float, scale: float | None, keep: bool,
+             fair: int = 0) -> Iterator[tuple[Cluster, dict]]:
+    """Use the testbed that is up (if it matches), else bring one up and take it down afterwards."""
+    from ddlsched.testbed.fabric import testbed as tb_ctx
+
+    state = read_state()
+    if state is not None:
+        if state.get("spec") != spec:
+            raise click.ClickException(f"a testbed for {state.get('spec')!r} is up; run 'testbed down' first")
+        sc, meta = _scaled(spec, state["nic_mbit"], None)
+        yield sc, meta
+        return
+    sc, meta = _scaled(spec, nic_mbit, scale)
+    click.echo(f"testbed up: {sc.describe()}")
+    with tb_ctx(sc, keep=keep, meta=meta, fair_jobs=fair):
+        yield sc, meta
+    if not keep:
+        left = leftovers()
+        click.echo("testbed down: " + ("nothing left behind" if not any(left.values()) else f"LEFT: {left}"))
+
+
+def _fail(e: Exception) -> None:
+    raise click.ClickException(str(e)) from e
+
+
+cluster_opt = click.option("--cluster", "spec", default="tb32", show_default=True,
+                           help="preset, YAML/TOML cluster file, or tb32/tb4 (the testbed's own clusters)")
+nic_opt = click.option("--nic-mbit", default=100.0, show_default=True,
+                       help="emulated rate of the fastest NIC; every capacity is scaled by the same factor")
+scale_opt = click.option("--scale", type=float, default=None, help="explicit capacity scale (overrides --nic-mbit)")
+fair_opt = click.option("--fair", "fair", flag_value=FAIR_CLASSES, default=0,
+                        help="control experiment: share every link fairly between jobs (per-job htb classes) "
+                             "instead of FIFO")
+
+
+@click.group()
+def testbed() -> None:
+    """Emulated cluster (network namespaces, bridges, tc) running real ring all-reduce jobs."""
+
+
+@testbed.command()
+@cluster_opt
+@nic_opt
+@scale_opt
+@fair_opt
+def up(spec: str, nic_mbit: float, scale: float | None, fair: int) -> None:
+    """Build the emulated cluster and leave it up."""
+    from ddlsched.testbed.fabric import bring_up
+
+    try:
+        sc, meta = _scaled(spec, nic_mbit, scale)
+        fab = bring_up(sc, meta, fair)
+    except DdlschedError as e:
+        _fail(e)
+    click.echo(f"up: {sc.describe()} — {len(fab.namespaces)} namespaces (scale {meta['scale']:g})")
+
+
+@testbed.command()
+def down() -> None:
+    """Remove every testbed namespace, link and worker process (also leftovers of a crashed run)."""
+    removed = teardown()
+    left = leftovers()
+    click.echo(f"removed {len(removed)}: {' '.join(removed) or '-'}")
+    if any(left.values()):
+        raise click.ClickException(f"left behind: {left}")
+    click.echo("nothing left behind")
+
+
+@testbed.command()
+def status() -> None:
+    """Show the testbed that is up (if any) and any leftovers."""
+    state = read_state()
+    click.echo(json.dumps({"state": state, "present": leftovers()}, indent=1))
+
+
+def _load_schedule(path: str) -> tuple[dict[str, Any], list[Any]]:
+    from ddlsched.testbed.predict import JobRun
+
+    data = yaml.safe_load(Path(path).read_text())
+    return data, [JobRun(str(j["id"]), tuple(j.get("gpus", ())), float(j.get("grad_mb", 0.0)), int(j["iters"]),
+                         float(j.get("compute_ms", 0.0)), float(j.get("start_s", 0.0))) for j in data["jobs"]]
+
+
+@testbed.command()
+@click.option("--schedule", "schedule_path", required=True, type=click.Path(exists=True),
+              help="YAML: cluster, nic_mbit, jobs: [{id, gpus|num_gpus, grad_mb|model, iters, compute_ms, start_s}]")
+@click.option("--calibration", type=click.Path(exists=True), default=None)
+@click.option("--backend", type=click.Choice(["socket", "torch"]), default="socket", show_default=True)
+@click.option("--compute", type=click.Choice(["sleep", "train"]), default="sleep", show_default=True,
+              help="compute phase: sleep compute_ms, or a real small CPU training step (torch)")
+@click.option("--out", default="results/testbed-run", show_default=True)
+def run(schedule_path: str, calibration: str | None, backend: str, compute: str, out: str) -> None:
+    """Run a given schedule for real and compare with every model's prediction."""
+    from dataclasses import replace
+
+    from ddlsched.testbed.calibrate import calibrated_cluster, load_calibration
+    from ddlsched.testbed.executor import free_placement, run_schedule
+    from ddlsched.testbed.predict import predict
+    from ddlsched.workload.profiles import default_catalog
+
+    data, jobs = _load_schedule(schedule_path)
+    cal = load_calibration(calibration) if calibration else None
+    try:
+        with _session(str(data.get("cluster", "tb32")), float(data.get("nic_mbit", 100.0)), None, False) as (sc, meta):
+            busy: set[int] = set()
+            placed = []
+            catalog = None
+            for raw, j in zip(data["jobs"], jobs, strict=True):
+                if not j.gpus:
+                    j = replace(j, gpus=free_placement(sc, int(raw["num_gpus"]), busy))
+                if "model" in raw:
+                    catalog = catalog or default_catalog()
+                    j = replace(j, grad_mb=catalog[raw["model"]].grad_mb * meta["scale"])
+                busy |= set(j.gpus)
+                placed.append(j)
+            res = run_schedule(sc, placed, out, backend=backend, compute=compute)
+            executed = res.as_executed(placed)
+            if compute == "train":  # predict with the measured compute time of the real training step
+                executed = [replace(j, compute_ms=1e3 * res.jobs[j.job_id].compute_s) for j in executed]
+            cluster = calibrated_cluster(sc, cal)
+            click.echo(f"CPU: workers {100 * res.worker_cpu:.0f} %, host {100 * res.cpu_util:.0f} %")
+            for m in PERF_MODELS:
+                p = predict(cluster, executed, m, cal)
+                for j in executed:
+                    mj = res.jobs[j.job_id]
+                    click.echo(f"{m:>8} {j.job_id}: comm meas {mj.comm_s:.3f} pred {p[j.job_id].comm_s:.3f} | "
+                               f"JCT meas {mj.jct_s:.2f} pred {p[j.job_id].jct_s:.2f}")
+    except DdlschedError as e:
+        _fail(e)
+
+
+@testbed.command()
+@cluster_opt
+@nic_opt
+@scale_opt
+@click.option("--out", default=f"{DEFAULT_OUT}/calibration.json", show_default=True)
+@click.option("--keep", is_flag=True, help="leave the testbed up")
+@fair_opt
+def calibrate(spec: str, nic_mbit: float, scale: float | None, out: str, keep: bool, fair: int) -> None:
+    """Fit α, link efficiency and the per-NIC β/η from the calibration suite; save a profile."""
+    try:
+        _calibrate(spec, nic_mbit, scale, out, keep, fair)
+    except DdlschedError as e:
+        _fail(e)
+
+
+def _calibrate(spec: str, nic_mbit: float, scale: float | None, out: str, keep: bool,
+               fair: int = 0) -> dict[str, Any]:
+    from ddlsched.testbed.calibrate import fit, save_calibration
+    from ddlsched.testbed.scenarios import CALIBRATION
+    from ddlsched.testbed.validate import run_suite
+
+    with _session(spec, nic_mbit, scale, keep, fair) as (sc, meta):
+        click.echo("calibration suite:")
+        results = run_suite(sc, CALIBRATION, Path(out).parent / "calibration-runs", log=click.echo)
+        prof = fit(sc, [(r.scenario, r.run) for r in results], nic_mbit=meta["nic_mbit"], scale=meta["scale"])
+    save_calibration(prof, out)
+    click.echo(f"calibrated: α = {1e3 * prof['hop_latency_s']:.2f} ms/hop-step; {_fmt_models(prof)}; "
+               f"ring-cost fit median |err| {100 * prof['fit']['median_rel_err']:.1f} % → {out}")
+    return prof
+
+
+@testbed.command()
+@cluster_opt
+@nic_opt
+@click.option("--calibration", type=click.Path(exists=True), default=None,
+              help="use this profile instead of calibrating first")
+@click.option("--out", default=DEFAULT_OUT, show_default=True)
+@click.option("--doc", default="docs/validation.md", show_default=True, help="markdown file to update")
+@click.option("--only", multiple=True, help="run only these scenarios")
+@click.option("--backend", type=click.Choice(["socket", "torch"]), default="socket", show_default=True)
+@click.option("--keep", is_flag=True, help="leave the testbed up")
+@click.option("--reuse", type=click.Path(exists=True, file_okay=False), default=None,
+              help="re-evaluate the runs saved in this --out directory (no testbed, no root): e.g. after new "
+                   "perf models were added")
+@fair_opt
+def validate(spec: str, nic_mbit: float, calibration: str | None, out: str, doc: str, only: tuple[str, ...],
+             backend: str, keep: bool, reuse: str | None, fair: int) -> None:
+    """Calibrate, run the fidelity suite, write the table (JSON + docs/validation.md), tear down."""
+    from ddlsched.testbed.calibrate import load_calibration
+    from ddlsched.testbed.scenarios import VALIDATION
+
+    scenarios = [s for s in VALIDATION if not only or s.name in only]
+    if reuse:
+        from ddlsched.testbed.calibrate import fit, save_calibration
+        from ddlsched.testbed.scenarios import CALIBRATION
+        from ddlsched.testbed.validate import load_suite
+
+        sc, meta = _scaled(spec, nic_mbit, None)
+        cal_runs = load_suite(CALIBRATION, Path(reuse) / "calibration-runs")
+        cal = load_calibration(calibration) if calibration else fit(
+            sc, [(r.scenario, r.run) for r in cal_runs], nic_mbit=meta["nic_mbit"], scale=meta["scale"])
+        if not calibration:
+            save_calibration(cal, f"{out}/calibration.json")
+        results = load_suite(scenarios, Path(reuse) / "runs")
+    else:
+        cal, sc, meta, results = _run_validation(spec, nic_mbit, calibration, out, scenarios, backend, keep, fair)
+    _report(sc, meta, cal, results, out, doc)
+
+
+def _run_validation(spec: str, nic_mbit: float, calibration: str | None, out: str, scenarios: list[Any],
+                    backend: str, keep: bool, fair: int = 0) -> tuple[Any, Cluster, dict[str, Any], list[Any]]:
+    from ddlsched.testbed.calibrate import load_calibration
+    from ddlsched.testbed.fabric import cleanup_on_signals
+    from ddlsched.testbed.validate import run_suite
+
+    try:
+        with cleanup_on_signals():
+            try:
+                with _session(spec, nic_mbit, None, True, fair) as (sc, meta):
+                    pass  # bring up once; calibration and the suite reuse it
+                cal = load_calibration(calibration) if calibration else _calibrate(
+                    spec, nic_mbit, None, f"{out}/calibration.json", True)
+                meta = {**meta, "fair_jobs": fair}
+                with _session(spec, nic_mbit, None, True) as (sc, meta):
+                    click.echo("validation suite:")
+                    results = run_suite(sc, scenarios, Path(out) / "runs", backend=backend, log=click.echo)
+            finally:
+                if not keep:
+                    teardown()
+                    left = leftovers()
+                    click.echo("testbed down: " + ("nothing left behind" if not any(left.values())
+                                                   else f"LEFT {left}"))
+    except DdlschedError as e:
+        _fail(e)
+    return cal, sc, meta, results
+
+
+def _report(sc: Cluster, meta: dict[str, Any], cal: Any, results: list[Any], out: str, doc: str) -> None:
+    from ddlsched.testbed.validate import evaluate, markdown_detail, markdown_table, save_report
+
+    report = evaluate(sc, results, cal)
+    report["command"] = " ".join(["ddlsched testbed validate", *sys.argv[1 + sys.argv.index("validate"):]]
+                                 if "validate" in sys.argv else ["ddlsched testbed validate"])
+    report["testbed"] = meta
+    report["calibration"] = {k: cal[k] for k in ("hop_latency_s", "common", "models")}
+    save_report(report, f"{out}/fidelity.json")
+    table, detail = markdown_table(report), markdown_detail(report)
+    click.echo(table)
+    if doc:
+        _update_doc(Path(doc), report, table, detail)
+        save_report(report, Path(doc).with_suffix(".json"))
+        click.echo(f"wrote {doc}, {Path(doc).with_suffix('.json')} and {out}/fidelity.json")
+
+
+BEGIN, END = "<!-- fidelity:begin -->", "<!-- fidelity:end -->"
+
+
+def _fmt_models(cal: dict[str, Any]) -> str:
+    parts = []
+    for name, params in cal["models"].items():
+        kv = ", ".join(f"{k} = {v:.4g}" for k, v in params.items() if isinstance(v, float))
+        parts.append(f"`{name}`: {kv}")
+    return "; ".join(parts)
+
+
+def _update_doc(path: Path, report: dict[str, Any], table: str, detail: str) -> None:
+    cal = report["calibration"]
+    cpu, wcpu = report["cpu_util"], report["worker_cpu"]
+    block = "\n".join([
+        BEGIN,
+        f"Generated by `{report['command']}` on testbed `{report['testbed']['spec']}` "
+        f"(fastest NIC {report['testbed']['nic_mbit']:g} Mbit/s, scale {report['testbed']['scale']:g}).",
+        "",
+        f"Calibration: α = {1e3 * cal['hop_latency_s']:.2f} ms per ring step; {_fmt_models(cal)}.",
+        f"CPU: the workers used at most {100 * max(wcpu.values()):.0f} % of the host's CPUs (mean "
+        f"{100 * sum(wcpu.values()) / len(wcpu):.0f} %); the host as a whole (other tenants included) was busy "
+        f"{100 * min(cpu.values()):.0f}–{100 * max(cpu.values()):.0f} %.",
+        "", "### Summary (all jobs of the suite)", "", table,
+        "", "### Per job (calibrated parameters)", "", detail, END])
+    text = path.read_text() if path.exists() else f"# Validation of the contention physics\n\n{BEGIN}\n{END}\n"
+    if BEGIN in text and END in text:
+        text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+    else:
+        text += "\n" + block + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+if __name__ == "__main__":
+    testbed()

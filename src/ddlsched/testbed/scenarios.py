@@ -1,0 +1,90 @@
+"""The fixed validation and calibration scenario suites, on the ``tb32`` testbed cluster.
+
+``tb32`` (real-scale description; the testbed runs it × ``scale``, default 10 Gb/s → 100 Mbit/s):
+
+* rack 0: servers 0–3, 4 GPUs each, 10 Gb/s NICs;
+* rack 1: servers 4–5 with 10 Gb/s and servers 6–7 with 4 Gb/s NICs (unequal links), 4 GPUs each;
+* 4:1 uplink oversubscription: rack 0 uplink 10 Gb/s, rack 1 uplink 7 Gb/s.
+
+Gradient sizes are given in emulated MB (already scaled) so one isolated all-reduce takes ~0.5–1.5 s.
+At most 16 worker processes run at once (2-core host).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ddlsched.cluster.presets import GPU_TYPES
+from ddlsched.cluster.topology import Cluster, ServerSpec
+from ddlsched.testbed.predict import JobRun
+
+
+def tb32() -> Cluster:
+    fast, slow = ServerSpec(4, "V100", 10.0), ServerSpec(4, "V100", 4.0)
+    return Cluster.build("tb32", [[fast] * 4, [fast, fast, slow, slow]], {"V100": GPU_TYPES["V100"]},
+                         oversubscription=4.0)
+
+
+def g(server: int, k: int = 0) -> int:
+    """GPU id of the k-th GPU of ``server`` on tb32 (4 GPUs per server)."""
+    return 4 * server + k
+
+
+def ring(servers: list[int], k: int = 0) -> tuple[int, ...]:
+    return tuple(g(s, k) for s in servers)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    what: str
+    jobs: tuple[JobRun, ...]
+
+
+def J(jid: str, gpus: tuple[int, ...], grad_mb: float, iters: int, compute_ms: float = 20.0,
+      start_s: float = 0.0) -> JobRun:
+    return JobRun(jid, gpus, grad_mb, iters, compute_ms, start_s)
+
+
+VALIDATION: tuple[Scenario, ...] = (
+    Scenario("nic1", "1 job, 4-ring over 4 NICs (no contention)", (J("a", ring([0, 1, 2, 3]), 8, 5),)),
+    Scenario("nic2", "2 jobs share the same 4 NICs", (
+        J("a", ring([0, 1, 2, 3], 0), 8, 4), J("b", ring([0, 1, 2, 3], 1), 8, 4))),
+    Scenario("nic3", "3 jobs share the same 3 NICs", (
+        J("a", ring([0, 1, 2], 0), 4, 4), J("b", ring([0, 1, 2], 1), 4, 4), J("c", ring([0, 1, 2], 2), 4, 4))),
+    Scenario("nic4", "4 jobs share the same 2 NICs", (
+        J("a", ring([0, 1], 0), 3, 4), J("b", ring([0, 1], 1), 3, 4),
+        J("c", ring([0, 1], 2), 3, 4), J("d", ring([0, 1], 3), 3, 4))),
+    Scenario("partial", "partial overlap, unequal links: a on 4,6,7 (4 Gb/s NICs) shares server 4 with b on 4,5", (
+        J("a", ring([4, 6, 7]), 4, 4), J("b", ring([4, 5], 1), 6, 5))),
+    Scenario("ringsize", "rings of different sizes: 2-ring and 4-ring share NICs 0,1; 8-ring (2 GPU/server) alone", (
+        J("a", ring([0, 1], 0), 4, 5), J("b", ring([0, 1, 2, 3], 1), 8, 4),
+        J("c", ring([4, 5, 6, 7], 0) + ring([4, 5, 6, 7], 1), 4, 4))),
+    Scenario("uplink", "rack uplink bottleneck: 3 cross-rack 2-rings on disjoint servers", (
+        J("a", (g(0), g(4)), 2, 4), J("b", (g(1), g(5)), 2, 4), J("c", (g(2), g(6)), 2, 4))),
+    Scenario("staggered", "jobs start and finish at different times on shared NICs", (
+        J("a", ring([0, 1, 2, 3], 0), 6, 8), J("b", ring([0, 1, 2, 3], 1), 6, 3, start_s=2.5),
+        J("c", ring([2, 3], 2), 4, 4, start_s=5.0))),
+    Scenario("compute", "2 jobs share 4 NICs, compute ≈ communication, b offset by one compute phase", (
+        J("a", ring([0, 1, 2, 3], 0), 8, 5, compute_ms=900),
+        J("b", ring([0, 1, 2, 3], 1), 8, 5, compute_ms=900, start_s=0.9))),
+)
+
+CALIBRATION: tuple[Scenario, ...] = (
+    Scenario("cal-2ring", "isolated 2-ring", (J("a", ring([0, 1]), 6, 4),)),
+    Scenario("cal-4ring", "isolated 4-ring, small gradient", (J("a", ring([4, 5, 0, 1]), 3, 5),)),
+    Scenario("cal-6ring", "isolated 6-ring", (J("a", ring([0, 1, 2, 3, 4, 5]), 8, 3),)),
+    Scenario("cal-lat", "isolated 6-ring, tiny gradient (latency-dominated: pins α)",
+             (J("a", ring([0, 1, 2, 3], 0) + ring([0, 1], 1), 0.3, 10),)),
+    Scenario("cal-slow", "isolated 2-ring on the 4 Gb/s NICs", (J("a", ring([6, 7]), 3, 4),)),
+    Scenario("cal-share2", "two 2-rings sharing NICs 2,3", (
+        J("a", ring([2, 3], 0), 4, 4), J("b", ring([2, 3], 1), 4, 4))),
+)
+
+def tb4() -> Cluster:
+    """The CI smoke cluster: one rack of 4 servers × 2 GPUs, 10 Gb/s."""
+    return Cluster.build("tb4", [[ServerSpec(2, "V100", 10.0)] * 4], {"V100": GPU_TYPES["V100"]})
+
+
+SMOKE = Scenario("smoke", "2 jobs on 4 servers of tb4 (CI)", (
+    J("a", (0, 2, 4, 6), 2.0, 3), J("b", (1, 3), 2.0, 3, start_s=0.5)))

@@ -1,0 +1,128 @@
+"""The fidelity suite: run the scenarios for real, predict them with every physics model, report errors.
+
+For each model in ``ddlsched.perf.PERF_MODELS`` two variants are reported: ``raw`` (default parameters,
+α = 0) and ``calibrated`` (the profile from ``ddlsched testbed calibrate``). Error of a job =
+(predicted − measured) / measured, for its mean communication time per iteration and its JCT; the table gives
+the median and the worst |error| over all jobs of the suite, and which job is worst.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from ddlsched.cluster.topology import Cluster
+from ddlsched.perf import PERF_MODELS
+from ddlsched.testbed.calibrate import RAW_PARAMS, calibrated_cluster
+from ddlsched.testbed.executor import JobMeasurement, RunResult, run_schedule
+from ddlsched.testbed.predict import predict
+from ddlsched.testbed.scenarios import Scenario
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    run: RunResult
+
+
+def run_suite(cluster: Cluster, scenarios: Sequence[Scenario], out_dir: str | Path, *, backend: str = "socket",
+              log: Any = print) -> list[ScenarioResult]:
+    out: list[ScenarioResult] = []
+    for sc in scenarios:
+        res = run_schedule(cluster, sc.jobs, Path(out_dir) / sc.name, backend=backend)
+        (Path(out_dir) / sc.name / "run.json").write_text(json.dumps(res.as_json()))
+        out.append(ScenarioResult(sc, res))
+        log(f"  {sc.name:<10} {res.wall_s:5.1f} s, CPU workers {100 * res.worker_cpu:3.0f} % host "
+            f"{100 * res.cpu_util:3.0f} %: " + ", ".join(
+            f"{j}: comm {m.comm_s:.3f} s JCT {m.jct_s:.2f} s" for j, m in res.jobs.items()))
+    return out
+
+
+def load_suite(scenarios: Sequence[Scenario], out_dir: str | Path) -> list[ScenarioResult]:
+    """The results :func:`run_suite` saved (``<out_dir>/<scenario>/run.json``), to re-evaluate without a testbed."""
+    out = []
+    for sc in scenarios:
+        data = json.loads((Path(out_dir) / sc.name / "run.json").read_text())
+        jobs = {k: JobMeasurement(**v) for k, v in data["jobs"].items()}
+        out.append(ScenarioResult(sc, RunResult(jobs, data["cpu_util"], data["wall_s"], data.get("worker_cpu", 0.0))))
+    return out
+
+
+def evaluate(cluster: Cluster, results: Sequence[ScenarioResult],
+             calibration: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Per-job predictions of every model/variant and the summary error table."""
+    variants: list[tuple[str, str, Cluster, Mapping[str, Any] | None]] = []
+    for name in PERF_MODELS:
+        variants.append((name, "raw", cluster, {"raw": RAW_PARAMS}))
+        if calibration:
+            variants.append((name, "calibrated", calibrated_cluster(cluster, calibration), calibration))
+    jobs: list[dict[str, Any]] = []
+    for r in results:
+        executed = r.run.as_executed(r.scenario.jobs)
+        preds = {f"{m}/{v}": predict(c, executed, m, cal) for m, v, c, cal in variants}
+        for j in executed:
+            meas = r.run.jobs[j.job_id]
+            row: dict[str, Any] = {"scenario": r.scenario.name, "job": j.job_id, "gpus": list(j.gpus),
+                                   "grad_mb": j.grad_mb, "iters": j.iters, "start_s": round(j.start_s, 3),
+                                   "measured": {"comm_s": meas.comm_s, "jct_s": meas.jct_s}, "predicted": {}}
+            for key, p in preds.items():
+                pj = p[j.job_id]
+                row["predicted"][key] = {"comm_s": pj.comm_s, "jct_s": pj.jct_s,
+                                         "comm_err": pj.comm_s / meas.comm_s - 1, "jct_err": pj.jct_s / meas.jct_s - 1}
+            jobs.append(row)
+    summary = []
+    for m, v, _, _ in variants:
+        key = f"{m}/{v}"
+        entry: dict[str, Any] = {"model": m, "variant": v}
+        for metric in ("comm", "jct"):
+            errs = [(abs(j["predicted"][key][f"{metric}_err"]), j) for j in jobs]
+            worst = max(errs, key=lambda e: e[0])
+            entry[f"{metric}_median"] = median(e for e, _ in errs)
+            entry[f"{metric}_worst"] = worst[0]
+            entry[f"{metric}_worst_at"] = f"{worst[1]['scenario']}/{worst[1]['job']}"
+            entry[f"{metric}_signed_worst"] = worst[1]["predicted"][key][f"{metric}_err"]
+        summary.append(entry)
+    cpu = {r.scenario.name: r.run.cpu_util for r in results}
+    wcpu = {r.scenario.name: r.run.worker_cpu for r in results}
+    return {"summary": summary, "jobs": jobs, "cpu_util": cpu, "worker_cpu": wcpu}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def markdown_table(report: Mapping[str, Any]) -> str:
+    lines = ["| model | params | comm. median abs. error | comm. worst error (where) | JCT median abs. error | "
+             "JCT worst error (where) |", "|---|---|---:|---|---:|---|"]
+    for e in report["summary"]:
+        lines.append(f"| `{e['model']}` | {e['variant']} | {_pct(e['comm_median'])} | "
+                     f"{_pct(e['comm_signed_worst'])} ({e['comm_worst_at']}) | {_pct(e['jct_median'])} | "
+                     f"{_pct(e['jct_signed_worst'])} ({e['jct_worst_at']}) |")
+    return "\n".join(lines)
+
+
+def markdown_detail(report: Mapping[str, Any], variant: str = "calibrated") -> str:
+    keys = [f"{m}/{variant}" for m in PERF_MODELS if f"{m}/{variant}" in report["jobs"][0]["predicted"]]
+    if not keys:
+        variant = "raw"
+        keys = [f"{m}/raw" for m in PERF_MODELS]
+    head = "| scenario | job | measured comm s | " + " | ".join(f"`{k.split('/')[0]}` comm s (err)" for k in keys)
+    head += " | measured JCT s | " + " | ".join(f"`{k.split('/')[0]}` JCT s (err)" for k in keys) + " |"
+    lines = [head, "|" + "---|" * (4 + 2 * len(keys))]
+    for j in report["jobs"]:
+        p = j["predicted"]
+        comm = " | ".join(f"{p[k]['comm_s']:.3f} ({100 * p[k]['comm_err']:+.0f} %)" for k in keys)
+        jct = " | ".join(f"{p[k]['jct_s']:.2f} ({100 * p[k]['jct_err']:+.0f} %)" for k in keys)
+        lines.append(f"| {j['scenario']} | {j['job']} | {j['measured']['comm_s']:.3f} | {comm} | "
+                     f"{j['measured']['jct_s']:.2f} | {jct} |")
+    return "\n".join(lines)
+
+
+def save_report(report: Mapping[str, Any], path: str | Path) -> None:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(report, indent=1))

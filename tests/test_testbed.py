@@ -1,0 +1,88 @@
+"""Live testbed tests (marker ``testbed``): need root, network namespaces and tc; skipped otherwise."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ddlsched.testbed.netns import TestbedError, check_prerequisites, leftovers, teardown
+
+
+def _why_unavailable() -> str | None:
+    if sys.platform != "linux":
+        return "the testbed needs Linux network namespaces"
+    if os.geteuid() != 0:
+        return "the testbed needs root (network namespaces, veth, tc)"
+    if shutil.which("ip") is None or shutil.which("tc") is None:
+        return "iproute2 (ip, tc) not installed"
+    try:
+        check_prerequisites()
+    except TestbedError as e:
+        return f"namespaces/veth/bridge/tc unavailable: {e}"
+    if leftovers()["namespaces"]:
+        return "another testbed is up on this host (ddl-* namespaces exist)"
+    return None
+
+
+REASON = _why_unavailable()
+pytestmark = [pytest.mark.testbed, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+
+
+def test_up_down_leaves_nothing(tmp_path):
+    from ddlsched.testbed.fabric import bring_up, scaled_cluster
+    from ddlsched.testbed.scenarios import tb32
+
+    sc = scaled_cluster(tb32(), nic_mbit=100)
+    try:
+        fab = bring_up(sc)
+        assert len(fab.namespaces) == sc.num_servers + 1
+        assert set(leftovers()["namespaces"]) == set(fab.namespaces)
+        # a stray process inside a namespace must be found and killed by down
+        subprocess.Popen(["ip", "netns", "exec", "ddl-s0", "sleep", "300"])
+        time.sleep(0.2)
+        assert leftovers()["pids"]
+    finally:
+        teardown()
+    assert leftovers() == {"namespaces": [], "links": [], "pids": [], "state_file": []}
+
+
+def test_cli_up_down_leaves_nothing():
+    from click.testing import CliRunner
+
+    from ddlsched.cli_testbed import testbed
+
+    runner = CliRunner()
+    try:
+        r = runner.invoke(testbed, ["up", "--cluster", "tb4", "--nic-mbit", "100"])
+        assert r.exit_code == 0, r.output
+        r = runner.invoke(testbed, ["up", "--cluster", "tb4"])
+        assert r.exit_code != 0 and "already up" in r.output
+    finally:
+        r = runner.invoke(testbed, ["down"])
+    assert r.exit_code == 0, r.output
+    assert "nothing left behind" in r.output
+    assert not any(leftovers().values())
+
+
+@pytest.mark.timeout(60)
+def test_two_jobs_four_servers_match_maxmin(tmp_path):
+    """CI smoke: two real rings on four emulated servers; max-min predicts their comm time within 30 %."""
+    from ddlsched.testbed.executor import run_schedule
+    from ddlsched.testbed.fabric import scaled_cluster, testbed
+    from ddlsched.testbed.predict import predict
+    from ddlsched.testbed.scenarios import SMOKE, tb4
+
+    sc = scaled_cluster(tb4(), nic_mbit=100)
+    with testbed(sc):
+        res = run_schedule(sc, SMOKE.jobs, tmp_path)
+    assert not any(leftovers().values())
+    pred = predict(sc, res.as_executed(list(SMOKE.jobs)), "maxmin", {"models": {"maxmin": {"efficiency": 0.95}}})
+    for j in SMOKE.jobs:
+        m = res.jobs[j.job_id]
+        assert len(m.iterations) == j.iters
+        assert abs(pred[j.job_id].comm_s / m.comm_s - 1) < 0.3, (j.job_id, m.comm_s, pred[j.job_id].comm_s)
