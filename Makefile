@@ -9,13 +9,13 @@ STAMP := $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,plots,parquet]'
+	$(PY) -m pip install -q -e '.[dev,plots,parquet,ray]'
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/ddlsched compare --trace data/traces/philly_pollux/philly.csv --cluster philly512 \
-		--policies fifo+consolidated,sjf+consolidated,tiresias+consolidated,fifo+first_fit \
-		--max-jobs 8000 --out results/demo
+		--max-jobs 3000 --load-scale 1.5 --report --out results/demo \
+		--policies fifo+consolidated,fifo+first_fit,sjf+consolidated,tiresias+consolidated,delay-sched
 
 test: $(STAMP)
 	$(PY) -m pytest

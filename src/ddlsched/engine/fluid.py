@@ -389,7 +389,7 @@ class Simulator:
             "arrival_s": spec.arrival_s, "first_start_s": st.first_start, "finish_s": st.finish,
             "jct_s": st.finish - spec.arrival_s, "queue_s": st.queue_s, "run_s": st.run_s,
             "ideal_run_s": st.ideal_run_s, "comm_s": st.comm_s, "penalty_s": st.penalty_s,
-            "comm_overhead_s": max(0.0, st.run_s - st.ideal_run_s), "iterations": st.total_iters,
+            "comm_overhead_s": max(0.0, st.run_s - st.penalty_s - st.ideal_run_s), "iterations": st.total_iters,
             "preemptions": st.preemptions, "placements": st.placements, "servers": st.max_servers,
             "racks": st.max_racks, "last_gpus": " ".join(map(str, gpus)),
         }

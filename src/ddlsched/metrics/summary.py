@@ -5,7 +5,7 @@
 | avg/median/p95/p99_jct_s | JCT = finish − arrival over completed jobs                              |
 | makespan_s        | max finish − min arrival (over completed jobs)                                 |
 | avg_queueing_s    | mean total time spent pending (arrival → first start, plus time after preemptions) |
-| comm_overhead_s   | mean over jobs of (run time − alone-and-consolidated contention-free run time)  |
+| comm_overhead_s   | mean over jobs of (run time − restart penalties − alone-and-consolidated run time) |
 | comm_overhead_pct | Σ overhead / Σ run time × 100                                                  |
 | avg_comm_s        | mean time per job spent communicating (fluid share of each iteration)          |
 | gpu_utilization   | Σ (GPUs × run time) / (cluster GPUs × makespan)                                |
