@@ -62,3 +62,17 @@ def info(path: str, fmt: str | None, skip_invalid: bool, seed: int) -> None:
         console.print(f"note: {note}", highlight=False)
     for r in d["skipped_reasons"]:
         console.print(f"skipped: {r}", highlight=False)
+
+
+@traces.command(name="formats")
+def formats() -> None:
+    """List the trace formats the loaders understand."""
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="trace formats (--format NAME; auto-detected when unambiguous)")
+    t.add_column("name")
+    t.add_column("description")
+    for name, fmt in FORMATS.items():
+        t.add_row(name, fmt.description)
+    Console().print(t)
