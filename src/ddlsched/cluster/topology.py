@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 
 GBIT = 1e9 / 8.0  # bytes per second in one Gbit/s
 
@@ -163,7 +164,7 @@ class Cluster:
     def num_racks(self) -> int:
         return len(self.rack_servers)
 
-    @property
+    @cached_property
     def max_gpus_per_server(self) -> int:
         return max(len(g) for g in self.server_gpus)
 

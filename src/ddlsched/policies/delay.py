@@ -117,6 +117,7 @@ class DelayScheduling(Policy):
         out: list[Decision] = []
         wake = math.inf
         victims_taken: set[str] = set()
+        self._pass_victims: list[JobView] | None = None  # eligible running jobs, built on first need
         pending = sorted(view.pending, key=lambda j: _order_key(self.order, j)) if self.order != "fifo" \
             else list(view.pending)
         for job in pending:
@@ -167,17 +168,28 @@ class DelayScheduling(Policy):
                      taken: set[str]) -> tuple[list[int], int] | None:
         cluster = view.cluster
         n = job.num_gpus
-        cands = [v for v in view.running if self._victim_ok(v, view, taken)]
+        if self._pass_victims is None:
+            self._pass_victims = [v for v in view.running if self._victim_ok(v, view, set())]
+        cands = [v for v in self._pass_victims if v.job_id not in taken]
         if not cands:
             return None
         groups = [[s] for s in range(cluster.num_servers)] if best == 0 else [list(r) for r in cluster.rack_servers]
+        on_server: dict[int, list[JobView]] = {}
+        for v in cands:
+            for s in sorted(cluster.servers_of(v.gpus)):
+                on_server.setdefault(s, []).append(v)
         best_set: tuple[tuple[int, float], list[JobView]] | None = None
         for servers in groups:
             sset = set(servers)
             free = sum(alloc.free_count(s) for s in servers)
             need = n - free
-            local = [v for v in cands if any(cluster.gpu_server[g] in sset for g in v.gpus)]
-            local.sort(key=lambda v: (v.num_gpus, -v.remaining_ideal_s, v.seq))
+            local_ids: dict[str, JobView] = {}
+            for s in servers:
+                for v in on_server.get(s, ()):
+                    local_ids.setdefault(v.job_id, v)
+            if not local_ids:
+                continue
+            local = sorted(local_ids.values(), key=lambda v: (v.num_gpus, -v.remaining_ideal_s, v.seq))
             chosen: list[JobView] = []
             for v in local:
                 if need <= 0:
