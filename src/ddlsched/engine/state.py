@@ -127,6 +127,11 @@ class JobView:
 
     # dynamic
     @property
+    def now(self) -> float:
+        """The engine's current time."""
+        return self._clock.now
+
+    @property
     def status(self) -> JobStatus:
         return self._s.status
 

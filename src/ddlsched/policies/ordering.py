@@ -21,6 +21,8 @@ from typing import Any, ClassVar
 from ddlsched.engine.state import JobStatus, JobView
 from ddlsched.engine.view import SchedulerView
 
+_TOL = 1e-6  # seconds / GPU-seconds: absorbs float error at threshold and promotion times
+
 
 class Ordering(ABC):
     name: ClassVar[str]
@@ -97,9 +99,13 @@ class Tiresias(Ordering):
         self.service = service
         self.starvation_factor = starvation_factor
         self._base: dict[str, float] = {}
+        # job → (queue, valid until, state token): a queue only changes at a threshold crossing (running)
+        # or a starvation promotion (pending), both known in advance, or when the job starts/stops.
+        self._cache: dict[str, tuple[int, float, tuple[Any, ...]]] = {}
 
     def reset(self) -> None:
         self._base.clear()
+        self._cache.clear()
 
     def _raw(self, job: JobView) -> float:
         return job.attained_gpu_s if self.service == "gpu_time" else job.executed_s
@@ -107,16 +113,34 @@ class Tiresias(Ordering):
     def counted_service(self, job: JobView) -> float:
         return self._raw(job) - self._base.get(job.job_id, 0.0)
 
-    def queue(self, job: JobView) -> int:
+    def _queue_until(self, job: JobView) -> tuple[int, float]:
+        now = job.now
+        token = (job.status, job.preemptions, job.last_start)
+        cached = self._cache.get(job.job_id)
+        if cached is not None and cached[2] == token and now < cached[1]:
+            return cached[0], cached[1]
         raw = self._raw(job)
-        q = bisect_right(self.thresholds, raw - self._base.get(job.job_id, 0.0))
-        f = self.starvation_factor
-        if q and f is not None and job.status is JobStatus.PENDING:
+        a = raw - self._base.get(job.job_id, 0.0)
+        q = bisect_right(self.thresholds, a + _TOL)
+        until = math.inf
+        if job.status is JobStatus.RUNNING:
+            if q < len(self.thresholds):
+                rate = job.num_gpus if self.service == "gpu_time" else 1.0
+                until = now + (self.thresholds[q] - a) / rate
+        elif q and self.starvation_factor is not None:
             executed = job.executed_s
-            if executed > 0 and job.waiting_s >= f * executed:
-                self._base[job.job_id] = raw  # promotion: service counted afresh
-                return 0
-        return q
+            if executed > 0:
+                promote_at = now + self.starvation_factor * executed - job.waiting_s
+                if promote_at <= now + _TOL:
+                    self._base[job.job_id] = raw  # promotion: service counted afresh
+                    q = 0
+                else:
+                    until = promote_at
+        self._cache[job.job_id] = (q, until, token)
+        return q, until
+
+    def queue(self, job: JobView) -> int:
+        return self._queue_until(job)[0]
 
     def key(self, job: JobView) -> Any:
         return (self.queue(job), job.seq)
@@ -130,21 +154,10 @@ class Tiresias(Ordering):
 
     def next_change(self, view: SchedulerView) -> float | None:
         best = math.inf
-        now = view.now
-        for job in view.running:
-            a = self.counted_service(job)
-            i = bisect_right(self.thresholds, a)
-            if i < len(self.thresholds):
-                rate = job.num_gpus if self.service == "gpu_time" else 1.0
-                best = min(best, now + (self.thresholds[i] - a) / rate)
-        f = self.starvation_factor
-        if f is not None:
-            for job in view.pending:
-                executed = job.executed_s
-                if executed > 0 and bisect_right(self.thresholds, self.counted_service(job)) > 0:
-                    t = now + f * executed - job.waiting_s
-                    if t > now:
-                        best = min(best, t)
+        for job in (*view.running, *view.pending):
+            until = self._queue_until(job)[1]
+            if until < best:
+                best = until
         return None if best == math.inf else best
 
 
