@@ -8,6 +8,15 @@ first ``n_jobs`` (100) jobs, arrivals scaled by ``load_scale`` (0.5, i.e. stretc
 GPUs with 100-job windows; our choice). Policies: sjf-bsbf, sjf-bsbf-consolidated, sjf-ffs, sjf-preempt,
 tiresias-700 and non-sharing sjf+consolidated. Improvement of each policy vs Tiresias and vs SJF-FFS is reported
 as (ours − baseline)/baseline.
+
+Three network settings separate scheduling from network physics (``NETWORKS``):
+
+* ``maxmin`` — n8g8 with 10 GbE NICs and max-min contention between rings (the default physics);
+* ``none`` — same links, no contention (each ring at its slowest link's full capacity): a multi-server ring
+  still pays 10 GbE;
+* ``flat`` — placement-blind [I]: n8g8 with NICs as fast as the intra-server links (1200 Gb/s) and no
+  contention, so a job's iteration time does not depend on how many servers it spans — what a simulator that
+  takes iteration times from the trace (as the authors' large-scale simulation most likely does) assumes.
 """
 
 from __future__ import annotations
@@ -17,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ddlsched.cluster import load_cluster
+from ddlsched.cluster.presets import GPU_TYPES
+from ddlsched.cluster.topology import Cluster, ServerSpec
 from ddlsched.experiments._table import aggregate, bar_plot, hours, markdown, pct, run_one, write_csv
 from ddlsched.experiments.registry import register_reproduction
 from ddlsched.workload.jobspec import JobSpec
@@ -25,6 +36,17 @@ from ddlsched.workload.transform import scale_arrivals
 
 MURI = Path(__file__).resolve().parents[3] / "data" / "traces" / "muri"
 POLICIES = ("sjf-bsbf", "sjf-bsbf-consolidated", "sjf-ffs", "sjf-preempt", "tiresias-700", "sjf+consolidated")
+NETWORKS = ("maxmin", "none", "flat")
+FLAT_NIC_GBPS = 1200.0  # = the default intra-server bandwidth of ``Cluster.build``
+
+
+def network_setting(name: str) -> tuple[Cluster, dict[str, Any]]:
+    """(cluster, sharing perf params) of one network setting (module docstring)."""
+    if name == "flat":
+        gpu = GPU_TYPES["A6000"]
+        cl = Cluster.build("n8g8-flat", [[ServerSpec(8, "A6000", FLAT_NIC_GBPS) for _ in range(8)]], {"A6000": gpu})
+        return cl, {"network": "none"}
+    return load_cluster("n8g8"), {"network": name}
 
 
 def workload(seed: int, n_jobs: int, load_scale: float = 0.5) -> list[JobSpec]:
@@ -41,39 +63,45 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
     out_dir.mkdir(parents=True, exist_ok=True)
     n_jobs = 30 if quick else 100
     seeds = seeds[:1] if quick else seeds
-    cluster = load_cluster("n8g8")
     rows: list[dict[str, Any]] = []
-    for seed in seeds:
-        jobs = workload(seed, n_jobs)
-        for p in POLICIES:
-            rows.append(run_one(cluster, jobs, p, {}, seed))
-        progress(f"luo2024: seed {seed} done")
+    for net in NETWORKS:
+        cluster, params = network_setting(net)
+        for seed in seeds:
+            jobs = workload(seed, n_jobs)
+            for p in POLICIES:
+                rows.append({"network": net, **run_one(cluster, jobs, p, params, seed)})
+            progress(f"luo2024: {net} seed {seed} done")
     write_csv(out_dir / "runs.csv", rows)
-    agg = aggregate(rows, ("policy",))
-    by = {r["policy"]: r for r in agg}
+    agg = aggregate(rows, ("network", "policy"))
+    by = {(r["network"], r["policy"]): r for r in agg}
     for r in agg:
         for base, tag in (("tiresias-700", "tiresias"), ("sjf-ffs", "ffs")):
-            b = by[base]["avg_jct_s"]
+            b = by[(r["network"], base)]["avg_jct_s"]
             r[f"jct_vs_{tag}_pct"] = (r["avg_jct_s"] - b) / b * 100 if b else float("nan")
     # per-seed gains (the paper's "up to" is the best case over traces)
     per_seed: list[dict[str, Any]] = []
-    for seed in seeds:
-        rs = {r["policy"]: r for r in rows if r["seed"] == seed}
-        per_seed.append({"seed": seed, **{f"bsbf_vs_{b}_pct": (rs["sjf-bsbf"]["avg_jct_s"] - rs[b]["avg_jct_s"])
-                                          / rs[b]["avg_jct_s"] * 100 for b in ("tiresias-700", "sjf-ffs")}})
+    for net in NETWORKS:
+        for seed in seeds:
+            rs = {r["policy"]: r for r in rows if r["seed"] == seed and r["network"] == net}
+            per_seed.append({"network": net, "seed": seed,
+                             **{f"bsbf_vs_{b}_pct": (rs["sjf-bsbf"]["avg_jct_s"] - rs[b]["avg_jct_s"])
+                                / rs[b]["avg_jct_s"] * 100 for b in ("tiresias-700", "sjf-ffs")}})
     write_csv(out_dir / "summary.csv", agg)
     write_csv(out_dir / "per_seed.csv", per_seed)
-    cols = [("policy", "policy", str), ("seeds", "seeds", str), ("avg JCT h", "avg_jct_s", hours),
+    cols = [("network", "network", str), ("policy", "policy", str), ("seeds", "seeds", str),
+            ("avg JCT h", "avg_jct_s", hours),
             ("p99 JCT h", "p99_jct_s", hours), ("makespan h", "makespan_s", hours),
             ("avg queue h", "avg_queueing_s", hours), ("preempt", "preemptions", lambda v: f"{v:.0f}"),
             ("JCT vs tiresias-700", "jct_vs_tiresias_pct", pct), ("JCT vs sjf-ffs", "jct_vs_ffs_pct", pct)]
     md = markdown(agg, cols)
-    md2 = markdown(per_seed, [("seed", "seed", str), ("sjf-bsbf vs tiresias-700", "bsbf_vs_tiresias-700_pct", pct),
+    md2 = markdown(per_seed, [("network", "network", str), ("seed", "seed", str),
+                              ("sjf-bsbf vs tiresias-700", "bsbf_vs_tiresias-700_pct", pct),
                               ("sjf-bsbf vs sjf-ffs", "bsbf_vs_sjf-ffs_pct", pct)])
     (out_dir / "summary.md").write_text(f"# luo2024 ({len(seeds)} seed(s), {n_jobs} jobs, n8g8)\n\n{md}\n{md2}")
     names = list(POLICIES)
     for m, label in (("avg_jct_s", "average JCT (h)"), ("p99_jct_s", "99th-percentile JCT (h)"),
                      ("makespan_s", "makespan (h)")):
-        bar_plot(out_dir / f"{m.removesuffix('_s')}.png", names, {"n8g8": [by[p][m] / 3600 for p in names]},
+        bar_plot(out_dir / f"{m.removesuffix('_s')}.png", names,
+                 {net: [by[(net, p)][m] / 3600 for p in names] for net in NETWORKS},
                  label, f"luo2024: {label}, Muri traces on n8g8")
     return md + "\n" + md2

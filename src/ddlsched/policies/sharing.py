@@ -22,7 +22,9 @@ are taken by ascending t_con (``rank="t_con"``, the authors' code) or descending
 (``rank="benefit"``) until the job has its GPUs; otherwise it waits. The job runs with the largest
 accumulation step chosen for any of its partners. No preemption.
 ``consolidated=True`` (``sjf-bsbf-consolidated``, the code's ``sjf-bsbfs``) first tries a single server chosen by
-best fit with key (cand − need if cand ≥ need else GPUs/server, −cand, #jobs), then falls back.
+best fit on its *idle* GPUs with key (free − need if free ≥ need else GPUs/server, −free, #jobs) (the authors'
+``bsbf_alloc_res_consolidate``), applying the free-then-shared walk inside each server in that order, then falls
+back to the multi-server walk.
 **SJF-FFS**: the same walk without the benefit test (first-fit sharing), smallest sub-batch step that fits.
 Only running jobs are sharing partners (a job started earlier in the same pass is not).
 
@@ -148,10 +150,11 @@ class SharingSJF(Policy):
             plan = None
             if self.consolidated:
                 gps = cluster.max_gpus_per_server
-                for s in sorted(order, key=lambda s: (len(cand_by_server[s]) - n if len(cand_by_server[s]) >= n
-                                                      else gps, -len(cand_by_server[s]), server_jobs[s], s)):
+                nfree = {s: sum(1 for g in cand_by_server[s] if not res(g)) for s in order}
+                for s in sorted(order, key=lambda s: (nfree[s] - n if nfree[s] >= n else gps, -nfree[s],
+                                                      server_jobs[s], s)):
                     if len(cand_by_server[s]) < n:
-                        break
+                        continue
                     plan = self._plan(a, n, mem_a, cand_by_server[s], res, free_mem, running, view)
                     if plan is not None:
                         break
