@@ -109,3 +109,29 @@ def test_reproduce_quick(tmp_path):
               "fig6_makespan_vs_servers.csv", "fig7_makespan_vs_lambda.csv", "fig4_makespan.png",
               "fig5_makespan_vs_kappa.png", "summary.md"):
         assert (tmp_path / f).stat().st_size > 0
+
+
+def test_yu2022_job_times_follow_section_2_7():
+    """§2.7: τ_j ∈ [0.01, 0.05], F_j ∈ [1000, 6000], ρ̂_j = τ_j·F_j ∈ [50, 300]; extra time ≤ 15 % at worst."""
+    from ddlsched.cluster.presets import yu2022 as yu_cluster
+    from ddlsched.experiments.yu2022 import ALPHA, XI1, workload
+    from ddlsched.perf.base import Placement
+
+    for seed in (0, 3):
+        cl = yu_cluster(seed=seed)
+        jobs, profiles, xi2 = workload(seed, cl)
+        assert len(jobs) == 160 and jobs == workload(seed, cl)[0]  # seeded
+        tau = [p.compute_ms / 1000 for p in profiles]
+        iters = [j.iterations for j in jobs]
+        rho = [t * f for t, f in zip(tau, iters, strict=True)]
+        assert all(0.01 <= t <= 0.05 for t in tau)
+        assert all(1000 <= f <= 6000 and f == int(f) for f in iters)
+        assert all(50.0 <= r <= 300.0 for r in rho)
+        assert min(rho) < 60 and max(rho) > 240  # the whole band is used, not a corner of it
+        model = SjfBcoContention(cl, xi1=XI1, xi2_s=xi2, alpha=ALPHA)
+        kmax = max(len(g) for g in cl.server_gpus)
+        by_round = sorted(range(cl.num_gpus), key=lambda g: (g - cl.server_gpus[cl.gpu_server[g]][0], g))
+        for j, p, t in zip(jobs, profiles, tau, strict=True):
+            spread = Placement(j.job_id, tuple(by_round[: j.num_gpus]), p)  # as many servers as possible
+            worst = model.iteration_time(spread, kmax).total_s
+            assert t <= worst <= 1.15 * t + 1e-12, (j.job_id, worst / t)

@@ -1,8 +1,10 @@
 """Reproduction of Yu et al. MobiHoc'22 (SJF-BCO), ALGORITHMS.md §2.7–§2.8.
 
 Setup per seed: the ``yu2022`` cluster (20 servers, GPUs/server ~ U{4,8,16,32}, seeded), 160 Philly-mix jobs
-all at t = 0, F_j ~ U{1000..6000}, contention-free τ⁰_j ~ U[0.01, 0.05] s (1 time slot = 1 s). Each job gets
-its own profile so that eq. (8)'s extra terms stay within the paper's "≤ 15 %" [I, §2.7 suggestion]:
+all at t = 0, F_j ~ U{1000..6000} and contention-free τ⁰_j ~ U[0.01, 0.05] s (1 time slot = 1 s), a pair being
+redrawn until ρ̂_j = τ⁰_j·F_j ∈ [50, 300] slots as §2.7 states (rejection sampling, i.e. (τ⁰, F) uniform on
+the part of the rectangle inside that band [I]; the paper gives the three ranges, not how they were drawn).
+Each job gets its own profile so that eq. (8)'s extra terms stay within the paper's "≤ 15 %" [I, §2.7 suggestion]:
 gradient M_j sized so the ring term at the worst contention (k = max O_s) adds 7.5 % of τ⁰_j, and
 ξ2 = 0.075·min τ⁰/max G per server spanned (≤ 7.5 %). ξ1 = 1, α = 0.1, u = 1.15, λ = 1 [I].
 Plans are made with the planner's snapshot estimate; the reported makespan and JCT come from executing the
@@ -33,7 +35,17 @@ from ddlsched.workload.profiles import ModelProfile, default_catalog
 from ddlsched.workload.synthetic import philly_sizes
 
 ALPHA, XI1, EXTRA = 0.1, 1.0, 0.075
+TAU_RANGE, ITER_RANGE, RHO_RANGE = (0.01, 0.05), (1000, 6000), (50.0, 300.0)  # §2.7 [P]; joint draw [I]
 ALGOS = (("sjf-bco", "SJF-BCO"), ("ff", "FF"), ("ls", "LS"), ("rand", "RAND"))
+
+
+def draw_job_time(rng: random.Random) -> tuple[float, int]:
+    """(τ⁰_j, F_j) uniform on τ ∈ TAU_RANGE, F ∈ ITER_RANGE (integers), redrawn until τ·F ∈ RHO_RANGE [I]."""
+    while True:
+        tau0 = rng.uniform(*TAU_RANGE)
+        iters = rng.randint(*ITER_RANGE)
+        if RHO_RANGE[0] <= tau0 * iters <= RHO_RANGE[1]:
+            return tau0, iters
 
 
 def workload(seed: int, cluster: Cluster, n_jobs: int = 160) -> tuple[list[JobSpec], list[ModelProfile], float]:
@@ -45,10 +57,9 @@ def workload(seed: int, cluster: Cluster, n_jobs: int = 160) -> tuple[list[JobSp
     f_max = degradation(ALPHA, XI1 * kmax)
     b_e = min(cluster.nic_Bps(s) for s in range(cluster.num_servers))
     jobs, profiles = [], []
-    tau_min, g_max = 0.01, max(sizes)
+    tau_min, g_max = TAU_RANGE[0], max(sizes)
     for i, w in enumerate(sizes):
-        tau0 = rng.uniform(0.01, 0.05)
-        iters = rng.randint(1000, 6000)
+        tau0, iters = draw_job_time(rng)
         grad_b = EXTRA * tau0 * b_e * w / (2 * (w - 1) * f_max) if w > 1 else 0.0
         name = f"yu{seed}-{i}"
         profiles.append(ModelProfile(name, grad_b / 1e6, tau0 * 1000.0, 1, 1000.0,
@@ -154,4 +165,4 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
     return summary
 
 
-__all__ = ["run", "run_one", "workload"]
+__all__ = ["draw_job_time", "run", "run_one", "workload"]

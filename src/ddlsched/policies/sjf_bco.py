@@ -34,6 +34,8 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ddlsched.cluster.topology import Cluster
 from ddlsched.engine.decisions import Decision, Start
 from ddlsched.engine.view import SchedulerView
@@ -77,25 +79,27 @@ class Plan:
 
 
 class _Trial:
-    """One (θ_u, κ) run of the planner's timeline."""
+    """One (θ_u, κ) run of the planner's timeline (per-GPU state in numpy arrays; same arithmetic as scalars)."""
 
     def __init__(self, cluster: Cluster, model: SjfBcoContention, busy: Sequence[float], t0: float) -> None:
         self.c = cluster
         self.model = model
-        self.busy = list(busy)
-        self.U = [0.0] * cluster.num_gpus
+        self.busy = np.array(busy, dtype=float)
+        self.U = np.zeros(cluster.num_gpus)
         self.t = t0
         self.multi_ends: list[list[float]] = [[] for _ in range(cluster.num_servers)]
+        self.server = np.asarray(cluster.gpu_server, dtype=np.intp)
+        self.server_size = np.array([len(g) for g in cluster.server_gpus], dtype=float)
 
-    def free_capped(self, cost: float, theta: float) -> list[int]:
-        t = self.t + 1e-9
-        return [g for g in range(self.c.num_gpus) if self.busy[g] <= t and self.U[g] + cost <= theta + 1e-9]
+    def free_capped(self, cost: float, theta: float) -> np.ndarray:
+        """GPUs free at the clock with U_g + cost ≤ θ, ascending."""
+        return np.flatnonzero((self.busy <= self.t + 1e-9) & (self.U + cost <= theta + 1e-9))
 
     def advance(self) -> bool:
-        later = [b for b in self.busy if b > self.t + 1e-9]
-        if not later:
+        later = self.busy[self.busy > self.t + 1e-9]
+        if later.size == 0:
             return False
-        self.t = min(later)
+        self.t = float(later.min())
         return True
 
     def commit(self, job: PlanJob, gpus: list[int], cost: float) -> PlanEntry:
@@ -105,48 +109,58 @@ class _Trial:
             degree = 1 + max(sum(1 for e in self.multi_ends[s] if e > self.t + 1e-9) for s in servers)
         tau = self.model.iteration_time(Placement(job.job_id, tuple(gpus), job.profile), degree).total_s
         end = self.t + job.iterations * tau
-        for g in gpus:
-            self.busy[g] = end
-            self.U[g] += cost
+        self.busy[gpus] = end
+        self.U[gpus] += cost
         if len(servers) > 1:
             for s in servers:
                 self.multi_ends[s].append(end)
         return PlanEntry(job.job_id, self.t, end, tuple(sorted(gpus)))
 
 
-def _fa_ffp(tr: _Trial, job: PlanJob, cand: list[int]) -> list[int] | None:
+def _fa_ffp(tr: _Trial, job: PlanJob, cand: np.ndarray) -> list[int] | None:
+    """G_j capped free GPUs of least U_g; ties: servers already running work, then server, then GPU id."""
     if len(cand) < job.num_gpus:
         return None
-    hosting = {tr.c.gpu_server[g] for g in range(tr.c.num_gpus) if tr.busy[g] > tr.t + 1e-9}
-    key = lambda g: (tr.U[g], tr.c.gpu_server[g] not in hosting, tr.c.gpu_server[g], g)  # noqa: E731
-    return sorted(cand, key=key)[: job.num_gpus]
+    hosting = np.zeros(tr.c.num_servers, dtype=bool)
+    hosting[tr.server[tr.busy > tr.t + 1e-9]] = True
+    srv = tr.server[cand]
+    order = np.lexsort((cand, srv, ~hosting[srv], tr.U[cand]))
+    return cand[order[: job.num_gpus]].tolist()
 
 
-def _lbsgf(tr: _Trial, job: PlanJob, cand: list[int], lam: float) -> list[int] | None:
+def _lbsgf(tr: _Trial, job: PlanJob, cand: np.ndarray, lam: float) -> list[int] | None:
+    """Servers by ΣU_g/O_s ascending, shortest prefix with Σ O_s ≥ λ·G_j; their capped free GPUs by U_g."""
     c = tr.c
-    order = sorted(range(c.num_servers),
-                   key=lambda s: (sum(tr.U[g] for g in c.server_gpus[s]) / len(c.server_gpus[s]), s))
-    chosen: set[int] = set()
+    avg = np.bincount(tr.server, weights=tr.U, minlength=c.num_servers) / tr.server_size  # sequential sums
+    order = np.lexsort((np.arange(c.num_servers), avg)).tolist()
+    chosen = np.zeros(c.num_servers, dtype=bool)
     cap = 0
     for s in order:
-        chosen.add(s)
+        chosen[s] = True
         cap += len(c.server_gpus[s])
         if cap >= lam * job.num_gpus:
             break
-    pos = {s: i for i, s in enumerate(order)}
-    pool = [g for g in cand if c.gpu_server[g] in chosen]
+    pos = np.empty(c.num_servers, dtype=np.intp)
+    pos[order] = np.arange(c.num_servers)
+    pool = cand[chosen[tr.server[cand]]]
     if len(pool) < job.num_gpus:
         return None
-    return sorted(pool, key=lambda g: (tr.U[g], pos[c.gpu_server[g]], g))[: job.num_gpus]
+    sel = np.lexsort((pool, pos[tr.server[pool]], tr.U[pool]))
+    return pool[sel[: job.num_gpus]].tolist()
 
 
 def _run_trial(cluster: Cluster, model: SjfBcoContention, jobs: Sequence[PlanJob], algorithm: str, theta: float,
                kappa: int, lam: float, u: float, busy: Sequence[float], t0: float, horizon: float,
-               rng: random.Random | None) -> tuple[float, list[PlanEntry]]:
-    """Returns (estimated makespan, entries); makespan = ``horizon`` (never accepted) on failure."""
+               rng: random.Random | None, cutoff: float = math.inf) -> tuple[float, list[PlanEntry]]:
+    """Returns (estimated makespan, entries); makespan = ``horizon`` (never accepted) on failure.
+
+    A run whose makespan reaches ``cutoff`` (≤ horizon) stops early and also returns ``horizon``: the caller
+    only accepts a run strictly below ``cutoff``, so this changes no plan (a speed-up only).
+    """
     tr = _Trial(cluster, model, busy, t0)
     out: list[PlanEntry] = []
     m = -1.0
+    stop = min(cutoff, horizon)
     for job in jobs:
         cost = job.rho_hat / u
         while True:
@@ -155,13 +169,13 @@ def _run_trial(cluster: Cluster, model: SjfBcoContention, jobs: Sequence[PlanJob
             if algorithm == "sjf-bco":
                 gpus = _fa_ffp(tr, job, cand) if job.num_gpus <= kappa else _lbsgf(tr, job, cand, lam)
             elif algorithm == "ff":
-                gpus = cand[: job.num_gpus] if len(cand) >= job.num_gpus else None
+                gpus = cand[: job.num_gpus].tolist() if len(cand) >= job.num_gpus else None
             elif algorithm == "ls":
-                gpus = sorted(cand, key=lambda g: (tr.U[g], g))[: job.num_gpus] if len(cand) >= job.num_gpus \
-                    else None
+                gpus = cand[np.lexsort((cand, tr.U[cand]))[: job.num_gpus]].tolist() \
+                    if len(cand) >= job.num_gpus else None
             else:
                 assert rng is not None
-                gpus = rng.sample(cand, job.num_gpus) if len(cand) >= job.num_gpus else None
+                gpus = rng.sample(cand.tolist(), job.num_gpus) if len(cand) >= job.num_gpus else None
             if gpus is not None:
                 break
             if not tr.advance():
@@ -169,6 +183,8 @@ def _run_trial(cluster: Cluster, model: SjfBcoContention, jobs: Sequence[PlanJob
         e = tr.commit(job, gpus, cost)
         out.append(e)
         m = max(m, e.end)
+        if m >= stop:
+            return horizon, out
     return (m if m < horizon else horizon), out
 
 
@@ -217,7 +233,8 @@ def plan(cluster: Cluster, jobs: Sequence[PlanJob], *, algorithm: str = "sjf-bco
         m_theta, y_theta, k_theta = horizon, None, None
         for k in kappas:
             trials += 1
-            m, entries = _run_trial(cluster, model, order, algorithm, theta, k, lam, u, busy, t0, horizon, None)
+            m, entries = _run_trial(cluster, model, order, algorithm, theta, k, lam, u, busy, t0, horizon, None,
+                                    cutoff=m_theta)
             if m < m_theta:
                 m_theta, y_theta, k_theta = m, entries, k
         best.log.append((theta, k_theta, m_theta))
