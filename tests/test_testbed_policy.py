@@ -7,8 +7,15 @@ import pytest
 from ddlsched.errors import ConfigError
 from ddlsched.testbed.executor import JobMeasurement, RunResult
 from ddlsched.testbed.fabric import scaled_cluster
-from ddlsched.testbed.policy_run import (extract_schedule, gated_jobs, measured_records, side_by_side,
-                                        simulate_schedule, emulated_catalog, workload)
+from ddlsched.testbed.policy_run import (
+    emulated_catalog,
+    extract_schedule,
+    gated_jobs,
+    measured_records,
+    side_by_side,
+    simulate_schedule,
+    workload,
+)
 from ddlsched.testbed.scenarios import tb4
 
 

@@ -172,7 +172,7 @@ def _run_policy(policy: str, policy_param: tuple[str, ...], trace_path: str | No
     from ddlsched.testbed.calibrate import calibrated_cluster, load_calibration
     from ddlsched.testbed.executor import run_gated
     from ddlsched.testbed.fabric import cleanup_on_signals
-    from ddlsched.testbed.policy_run import gated_jobs, simulate_schedule, emulated_catalog, time_scaled, write_outputs
+    from ddlsched.testbed.policy_run import emulated_catalog, gated_jobs, simulate_schedule, time_scaled, write_outputs
     from ddlsched.testbed.policy_run import workload as builtin_workload
     from ddlsched.testbed.predict import model_params
 
