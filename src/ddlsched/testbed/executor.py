@@ -240,12 +240,22 @@ def run_gated(cluster: Cluster, jobs: Sequence[GatedJob], out_dir: str | Path, *
                     if p.poll() not in (None, 0):
                         err = p.stderr.read().decode(errors="replace")[-2000:] if p.stderr else ""
                         raise TestbedError(f"worker {jid}/rank{r} failed ({p.returncode}):\n{err}")
-                if all(p.poll() is not None for p in ps):
-                    ends[jid] = _read_iterations(out / f"{jid}.jsonl")[-1]["end"]
+                done = out / f"{jid}.jsonl"  # rank 0 writes it (atomically) right after its last iteration
+                if done.exists() or all(p.poll() is not None for p in ps):
+                    ends[jid] = _read_iterations(done)[-1]["end"]
             if time.time() > deadline:
                 raise TestbedError(f"the replay did not finish within {timeout_s:.0f} s "
                                    f"(finished: {sorted(ends)})")
             time.sleep(poll_s)
+        for jid, ps in procs.items():  # the last jobs' workers are still in their final barrier
+            for r, p in enumerate(ps):
+                try:
+                    p.wait(timeout=max(1.0, deadline - time.time()))
+                except subprocess.TimeoutExpired:
+                    raise TestbedError(f"worker {jid}/rank{r} did not exit within {timeout_s:.0f} s") from None
+                if p.returncode != 0:
+                    err = p.stderr.read().decode(errors="replace")[-2000:] if p.stderr else ""
+                    raise TestbedError(f"worker {jid}/rank{r} failed ({p.returncode}):\n{err}")
     finally:
         allp = [p for ps in procs.values() for p in ps]
         kill_pids([p.pid for p in allp if p.poll() is None])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import queue
 import socket
 import sys
@@ -161,6 +162,13 @@ def _train_step_factory() -> Callable[[], None]:
     return step
 
 
+def _write_records(path: str, records: list[dict[str, Any]]) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in records))
+    os.replace(tmp, path)
+
+
 def _wait_gate(path: str, timeout_s: float, poll_s: float = 0.005) -> float:
     """Wait until the controller writes the job's start time (epoch seconds) to ``path``; return it."""
     deadline = time.monotonic() + timeout_s
@@ -203,6 +211,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         if it == 0 and not (buf[0] == expected and buf[-1] == expected):
             raise RuntimeError(f"all-reduce result wrong: {buf[0]} != {expected}")
         records.append({"iter": it, "start": t0, "end": t2, "compute_s": t1 - t0, "comm_s": t2 - t1})
+    if args.rank == 0 and args.out != "-":  # before the final barrier: a gated replay watches for this file
+        _write_records(args.out, records)
     ring.barrier()
     ring.close()
     return records
@@ -225,13 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="-")
     args = ap.parse_args(argv)
     records = run(args)
-    if args.rank == 0:
-        text = "".join(json.dumps(r) + "\n" for r in records)
-        if args.out == "-":
-            sys.stdout.write(text)
-        else:
-            with open(args.out, "w") as f:
-                f.write(text)
+    if args.rank == 0 and args.out == "-":
+        sys.stdout.write("".join(json.dumps(r) + "\n" for r in records))
     return 0
 
 
