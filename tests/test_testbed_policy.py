@@ -11,6 +11,7 @@ from ddlsched.testbed.policy_run import (
     emulated_catalog,
     extract_schedule,
     gated_jobs,
+    markdown,
     measured_records,
     side_by_side,
     simulate_schedule,
@@ -91,6 +92,8 @@ def test_measured_records_have_the_simulator_format():
     for row in rows:
         assert row["comm_err_pct"] == pytest.approx(100 * (row["sim_comm_per_iter_s"] / 0.05 - 1), abs=0.2)
         assert row["meas_jct_s"] > row["sim_jct_s"]
+    table = markdown(rows, {"avg_jct_s": 2.0, "makespan_s": 3.0}, {"avg_jct_s": 2.5, "makespan_s": 3.0})
+    assert table.count("\n") == len(rows) + 3 and "| **average JCT** | | | | | 2.00 | 2.50 | -20.0 % |" in table
 
 
 def test_cli_policy_run_needs_a_workload():

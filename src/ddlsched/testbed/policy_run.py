@@ -303,7 +303,7 @@ def side_by_side(sim_records: Sequence[dict[str, Any]], meas_records: Sequence[d
                      "meas_start_s": round(b["first_start_s"], 3), "sim_jct_s": round(a["jct_s"], 3),
                      "meas_jct_s": round(b["jct_s"], 3), "jct_err_pct": round(_err(a["jct_s"], b["jct_s"]), 1),
                      "sim_comm_per_iter_s": round(sc, 4), "meas_comm_per_iter_s": round(mc, 4),
-                     "comm_err_pct": round(_err(sc, mc), 1)})
+                     "comm_err_pct": round(_err(sc, mc), 1) if a["num_gpus"] > 1 else float("nan")})
     return rows
 
 
@@ -312,10 +312,12 @@ def markdown(rows: Sequence[dict[str, Any]], sim_summary: dict[str, Any], meas_s
             "comm/iter sim (s)", "comm/iter meas (s)", "comm err"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
+        err = r["comm_err_pct"]
+        comm_err = f"{err:+.1f} %" if err == err else "n/a (1 GPU)"
         lines.append(f"| {r['job_id']} | {r['gpus']} | {r['servers']} | {r['after']} | {r['sim_start_s']:.2f} / "
                      f"{r['meas_start_s']:.2f} | {r['sim_jct_s']:.2f} | {r['meas_jct_s']:.2f} | "
                      f"{r['jct_err_pct']:+.1f} % | {r['sim_comm_per_iter_s']:.3f} | {r['meas_comm_per_iter_s']:.3f} | "
-                     f"{r['comm_err_pct']:+.1f} % |")
+                     f"{comm_err} |")
     for key, label in (("avg_jct_s", "average JCT"), ("makespan_s", "makespan")):
         a, b = sim_summary[key], meas_summary[key]
         lines.append(f"| **{label}** | | | | | {a:.2f} | {b:.2f} | {_err(a, b):+.1f} % | | | |")
