@@ -126,15 +126,86 @@ def _load_schedule(path: str) -> tuple[dict[str, Any], list[Any]]:
 
 
 @testbed.command()
-@click.option("--schedule", "schedule_path", required=True, type=click.Path(exists=True),
+@click.option("--schedule", "schedule_path", default=None, type=click.Path(exists=True),
               help="YAML: cluster, nic_mbit, jobs: [{id, gpus|num_gpus, grad_mb|model, iters, compute_ms, start_s}]")
+@click.option("--policy", default=None, help="simulate --trace/--workload under this ddlsched policy and replay "
+                                               "its schedule (instead of --schedule)")
+@click.option("--policy-param", multiple=True, metavar="KEY=VALUE", help="policy parameter (JSON values)")
+@click.option("--trace", "trace_path", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="job trace (any format ddlsched reads); use --max-jobs/--time-scale to make it small")
+@click.option("--workload", default=None, help="built-in testbed workload (see ddlsched.testbed.policy_run): "
+                                                 "place4, queue3")
+@click.option("--cluster", "spec", default="tb4", show_default=True, help="cluster of a --policy run")
+@click.option("--nic-mbit", default=100.0, show_default=True, help="emulated rate of the fastest NIC (--policy)")
+@click.option("--max-jobs", type=int, default=None, help="first N jobs of --trace")
+@click.option("--time-scale", type=float, default=1.0, show_default=True,
+              help="multiply --trace arrivals and job lengths by this")
+@click.option("--perf-model", default="maxmin", show_default=True, help="physics of the simulation (--policy)")
+@click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--calibration", type=click.Path(exists=True), default=None)
 @click.option("--backend", type=click.Choice(["socket", "torch"]), default="socket", show_default=True)
 @click.option("--compute", type=click.Choice(["sleep", "train"]), default="sleep", show_default=True,
               help="compute phase: sleep compute_ms, or a real small CPU training step (torch)")
 @click.option("--out", default="results/testbed-run", show_default=True)
-def run(schedule_path: str, calibration: str | None, backend: str, compute: str, out: str) -> None:
-    """Run a given schedule for real and compare with every model's prediction."""
+def run(schedule_path: str | None, policy: str | None, policy_param: tuple[str, ...], trace_path: str | None,
+        workload: str | None, spec: str, nic_mbit: float, max_jobs: int | None, time_scale: float, perf_model: str,
+        seed: int, calibration: str | None, backend: str, compute: str, out: str) -> None:
+    """Run a given schedule, or the schedule a policy chose in simulation, for real; compare with the models."""
+    if policy is not None:
+        if schedule_path or (trace_path is None) == (workload is None):
+            raise click.UsageError("--policy needs exactly one of --trace and --workload (and no --schedule)")
+        try:
+            _run_policy(policy, policy_param, trace_path, workload, spec, nic_mbit, max_jobs, time_scale,
+                        perf_model, seed, calibration, backend, compute, out)
+        except DdlschedError as e:
+            _fail(e)
+        return
+    if schedule_path is None:
+        raise click.UsageError("give --schedule PATH, or --policy NAME with --trace/--workload")
+    _run_schedule(schedule_path, calibration, backend, compute, out)
+
+
+def _run_policy(policy: str, policy_param: tuple[str, ...], trace_path: str | None, workload: str | None,
+                spec: str, nic_mbit: float, max_jobs: int | None, time_scale: float, perf_model: str, seed: int,
+                calibration: str | None, backend: str, compute: str, out: str) -> None:
+    from ddlsched.cli import parse_kv
+    from ddlsched.testbed.calibrate import calibrated_cluster, load_calibration
+    from ddlsched.testbed.executor import run_gated
+    from ddlsched.testbed.fabric import cleanup_on_signals
+    from ddlsched.testbed.policy_run import emulated_catalog, gated_jobs, simulate_schedule, time_scaled, write_outputs
+    from ddlsched.testbed.policy_run import workload as builtin_workload
+    from ddlsched.testbed.predict import model_params
+
+    params = parse_kv(policy_param, "policy-param")
+    cal = load_calibration(calibration) if calibration else None
+    if trace_path is not None:
+        from ddlsched.experiments.runner import load_workload
+
+        jobs, _, _ = load_workload(trace_path, seed=seed, max_jobs=max_jobs)
+        jobs = time_scaled(jobs, time_scale)
+    else:
+        jobs = builtin_workload(str(workload))
+    sc, meta = _scaled(spec, nic_mbit, None)
+    catalog = emulated_catalog(meta["scale"])
+    sim_cluster = calibrated_cluster(sc, cal)
+    sim = simulate_schedule(sim_cluster, jobs, policy, params, catalog, perf_model=perf_model,
+                            perf_params=model_params(perf_model, cal), seed=seed)
+    click.echo(f"simulated {policy} on {sc.describe()}: " + "; ".join(
+        f"{s.job_id} on GPUs {list(s.gpus)} at {s.sim_start_s:.2f} s ({s.trigger})" for s in sim.schedule))
+    gated = gated_jobs(sim_cluster, sim, catalog)
+    with cleanup_on_signals(), _session(spec, nic_mbit, None, False) as (tb_cluster, _):
+        res = run_gated(tb_cluster, gated, Path(out) / "runs", backend=backend, compute=compute)
+    run_meta = {"policy": policy, "policy_params": params, "cluster": spec, "testbed": meta,
+                "perf_model": perf_model, "calibration": calibration, "seed": seed,
+                "workload": workload or trace_path}
+    _, table = write_outputs(Path(out), sim_cluster, sim, res, run_meta)
+    click.echo(f"CPU: workers {100 * res.worker_cpu:.0f} %, host {100 * res.cpu_util:.0f} %; start lag "
+               f"max {max(m.start_lag_s for m in res.jobs.values()):.3f} s")
+    click.echo(table)
+    click.echo(f"wrote {out}/simulated, {out}/measured, {out}/side_by_side.csv|md, {out}/schedule.json")
+
+
+def _run_schedule(schedule_path: str, calibration: str | None, backend: str, compute: str, out: str) -> None:
     from dataclasses import replace
 
     from ddlsched.testbed.calibrate import calibrated_cluster, load_calibration

@@ -148,3 +148,136 @@ def run_schedule(cluster: Cluster, jobs: Sequence[JobRun], out_dir: str | Path, 
             job.job_id, start, recs[-1]["end"] - recs[0]["start"], mean(r["comm_s"] for r in recs),
             mean(r["compute_s"] for r in recs), start - job.start_s, recs)
     return RunResult(measured, cpu, wall, worker_cpu)
+
+
+@dataclass(frozen=True)
+class GatedJob:
+    """A job of a dependency-gated replay: it starts at ``max(t0 + job.start_s, actual end of every dep)``."""
+
+    job: JobRun
+    deps: tuple[str, ...] = ()
+
+
+def _write_gate(path: Path, epoch_s: float) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(repr(epoch_s))
+    tmp.replace(path)
+
+
+def _read_iterations(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def run_gated(cluster: Cluster, jobs: Sequence[GatedJob], out_dir: str | Path, *, backend: str = "socket",
+              compute: str = "sleep", timeout_s: float = 600.0, poll_s: float = 0.01) -> RunResult:
+    """Run ``jobs`` so that each starts when its dependencies have *actually* finished on the testbed.
+
+    All workers are launched at once and form their rings; each job then waits on a gate file that this
+    controller writes when the job may start: immediately (time ``t0 + start_s``) for a job without
+    dependencies, else as soon as every dependency's workers have exited, with the start time
+    ``max(t0 + start_s, last iteration end of every dependency)``. ``start_lag_s`` of a measurement is its
+    first iteration's start minus that gate time (process-exit detection + polling latency).
+    """
+    state = read_state()
+    if state is None:
+        raise TestbedError("no testbed is up: run 'ddlsched testbed up' first")
+    if len(state["servers"]) != cluster.num_servers:
+        raise TestbedError(f"the testbed that is up has {len(state['servers'])} servers, the schedule's cluster "
+                           f"{cluster.num_servers}")
+    ids = [gj.job.job_id for gj in jobs]
+    if len(set(ids)) != len(ids):
+        raise TestbedError("duplicate job ids in the schedule")
+    for gj in jobs:
+        unknown = sorted(set(gj.deps) - set(ids))
+        if unknown:
+            raise TestbedError(f"job {gj.job.job_id} depends on unknown job(s) {unknown}")
+    nproc = sum(len(gj.job.gpus) for gj in jobs)
+    if nproc > MAX_WORKERS:
+        raise TestbedError(f"{nproc} workers in all: the gated replay launches every job's workers up front and "
+                           f"at most {MAX_WORKERS} run at once on this host (use fewer or smaller jobs)")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for gj in jobs:
+        for stale in (out / f"{gj.job.job_id}.gate", out / f"{gj.job.job_id}.jsonl"):
+            stale.unlink(missing_ok=True)
+    lead = 2.0 + 0.3 * nproc
+    t0 = time.time() + lead
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "eth0"}
+    procs: dict[str, list[subprocess.Popen[bytes]]] = {}
+    c0 = _cpu_times()
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    gate_at: dict[str, float] = {}
+    ends: dict[str, float] = {}
+    try:
+        for ji, gj in enumerate(jobs):
+            job = gj.job
+            order = cluster.ring_order(job.gpus)
+            peers = ",".join(f"{server_ip(cluster.gpu_server[gpu])}:{BASE_PORT + PORT_STRIDE * ji + r}"
+                             for r, gpu in enumerate(order))
+            procs[job.job_id] = []
+            for r, gpu in enumerate(order):
+                cmd = ["nice", "-n", str(WORKER_NICE), "ip", "netns", "exec", server_ns(cluster.gpu_server[gpu]),
+                       sys.executable, "-m", "ddlsched.testbed.worker", "--rank", str(r), "--peers", peers,
+                       "--grad-bytes", str(job.grad_mb * 1e6), "--iters", str(job.iters),
+                       "--compute-ms", str(job.compute_ms), "--compute", compute, "--backend", backend,
+                       "--start-file", str(out / f"{job.job_id}.gate"), "--gate-timeout", str(timeout_s),
+                       "--out", str(out / f"{job.job_id}.jsonl")]
+                procs[job.job_id].append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                                          env=env))
+        state["pids"] = [p.pid for ps in procs.values() for p in ps]
+        write_state(state)
+        deadline = time.time() + timeout_s
+        while len(ends) < len(jobs):
+            for gj in jobs:  # open every gate whose dependencies have all finished
+                jid = gj.job.job_id
+                if jid not in gate_at and all(d in ends for d in gj.deps):
+                    gate_at[jid] = max([t0 + gj.job.start_s, *(ends[d] for d in gj.deps)])
+                    _write_gate(out / f"{jid}.gate", gate_at[jid])
+            for jid, ps in procs.items():
+                if jid in ends:
+                    continue
+                for r, p in enumerate(ps):
+                    if p.poll() not in (None, 0):
+                        err = p.stderr.read().decode(errors="replace")[-2000:] if p.stderr else ""
+                        raise TestbedError(f"worker {jid}/rank{r} failed ({p.returncode}):\n{err}")
+                done = out / f"{jid}.jsonl"  # rank 0 writes it (atomically) right after its last iteration
+                if done.exists() or all(p.poll() is not None for p in ps):
+                    ends[jid] = _read_iterations(done)[-1]["end"]
+            if time.time() > deadline:
+                raise TestbedError(f"the replay did not finish within {timeout_s:.0f} s "
+                                   f"(finished: {sorted(ends)})")
+            time.sleep(poll_s)
+        for jid, ps in procs.items():  # the last jobs' workers are still in their final barrier
+            for r, p in enumerate(ps):
+                try:
+                    p.wait(timeout=max(1.0, deadline - time.time()))
+                except subprocess.TimeoutExpired:
+                    raise TestbedError(f"worker {jid}/rank{r} did not exit within {timeout_s:.0f} s") from None
+                if p.returncode != 0:
+                    err = p.stderr.read().decode(errors="replace")[-2000:] if p.stderr else ""
+                    raise TestbedError(f"worker {jid}/rank{r} failed ({p.returncode}):\n{err}")
+    finally:
+        allp = [p for ps in procs.values() for p in ps]
+        kill_pids([p.pid for p in allp if p.poll() is None])
+        for p in allp:
+            if p.stderr:
+                p.stderr.close()
+            if p.poll() is None:
+                p.wait()
+        st = read_state()
+        if st is not None:
+            st["pids"] = []
+            write_state(st)
+    c1 = _cpu_times()
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = time.time() - (t0 - lead)
+    worker_cpu = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / (wall * (os.cpu_count() or 1))
+    measured: dict[str, JobMeasurement] = {}
+    for gj in jobs:
+        recs = _read_iterations(out / f"{gj.job.job_id}.jsonl")
+        start = recs[0]["start"] - t0
+        measured[gj.job.job_id] = JobMeasurement(
+            gj.job.job_id, start, recs[-1]["end"] - recs[0]["start"], mean(r["comm_s"] for r in recs),
+            mean(r["compute_s"] for r in recs), start - (gate_at[gj.job.job_id] - t0), recs)
+    cpu = (c1[0] - c0[0]) / max(c1[1] - c0[1], 1e-9)
+    return RunResult(measured, cpu, wall, worker_cpu)

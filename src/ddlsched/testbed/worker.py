@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import queue
 import socket
 import sys
@@ -161,6 +162,29 @@ def _train_step_factory() -> Callable[[], None]:
     return step
 
 
+def _write_records(path: str, records: list[dict[str, Any]]) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in records))
+    os.replace(tmp, path)
+
+
+def _wait_gate(path: str, timeout_s: float, poll_s: float = 0.005) -> float:
+    """Wait until the controller writes the job's start time (epoch seconds) to ``path``; return it."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+            if text:
+                return float(text)
+        except FileNotFoundError:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no start gate {path} within {timeout_s:.0f} s")
+        time.sleep(poll_s)
+
+
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     peers = [(h, int(p)) for h, p in (x.rsplit(":", 1) for x in args.peers.split(","))]
     ring: SocketRing | TorchRing = (TorchRing if args.backend == "torch" else SocketRing)(args.rank, peers)
@@ -169,7 +193,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     expected = float(sum(range(1, len(peers) + 1)))
     step = _train_step_factory() if args.compute == "train" else None
     ring.barrier()
-    delay = args.start_at - time.time()
+    start_at = _wait_gate(args.start_file, args.gate_timeout) if args.start_file else args.start_at
+    delay = start_at - time.time()
     if delay > 0:
         time.sleep(delay)
     records = []
@@ -186,6 +211,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         if it == 0 and not (buf[0] == expected and buf[-1] == expected):
             raise RuntimeError(f"all-reduce result wrong: {buf[0]} != {expected}")
         records.append({"iter": it, "start": t0, "end": t2, "compute_s": t1 - t0, "comm_s": t2 - t1})
+    if args.rank == 0 and args.out != "-":  # before the final barrier: a gated replay watches for this file
+        _write_records(args.out, records)
     ring.barrier()
     ring.close()
     return records
@@ -201,16 +228,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compute", choices=["sleep", "train"], default="sleep")
     ap.add_argument("--backend", choices=["socket", "torch"], default="socket")
     ap.add_argument("--start-at", type=float, default=0.0, help="epoch seconds of the first iteration")
+    ap.add_argument("--start-file", default="",
+                    help="wait for this file (written atomically by the controller) and start at the epoch "
+                         "seconds it holds; overrides --start-at (dependency-gated replays)")
+    ap.add_argument("--gate-timeout", type=float, default=600.0)
     ap.add_argument("--out", default="-")
     args = ap.parse_args(argv)
     records = run(args)
-    if args.rank == 0:
-        text = "".join(json.dumps(r) + "\n" for r in records)
-        if args.out == "-":
-            sys.stdout.write(text)
-        else:
-            with open(args.out, "w") as f:
-                f.write(text)
+    if args.rank == 0 and args.out == "-":
+        sys.stdout.write("".join(json.dumps(r) + "\n" for r in records))
     return 0
 
 
