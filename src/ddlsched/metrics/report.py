@@ -150,6 +150,8 @@ def _plot(name: str, data: dict[str, Any], out: Path, kind: str, title: str, yla
                     ax.step(x, y, where="post", label=f"{p} (seed {d['seed']})", color=colors[p], lw=1)
                 series[scen][p] = {"x": x, "y": y}
             ax.legend(fontsize=7)
+            if kind == "cdf" and any(v > 0 for d in series[scen].values() for v in d["x"]):
+                ax.set_xscale("log")  # JCTs span orders of magnitude (heavy tail)
         ax.set_title(scen, fontsize=9)
         ax.set_ylabel(ylabel)
         if xlabel:
@@ -179,7 +181,7 @@ def _clean(v: Any) -> Any:
 
 
 PLOTS = (
-    ("jct_cdf", "cdf", "JCT CDF per policy (all seeds pooled)", "fraction of jobs", "JCT (h)"),
+    ("jct_cdf", "cdf", "JCT CDF per policy (all seeds pooled)", "fraction of jobs", "JCT (h, log scale)"),
     ("avg_jct_s", "bar", "Average JCT, mean over seeds ± t-based 95 % CI", "avg JCT (h)", ""),
     ("makespan_s", "bar", "Makespan, mean over seeds ± t-based 95 % CI", "makespan (h)", ""),
     ("comm_overhead_pct", "bar", "Communication overhead, mean over seeds ± t-based 95 % CI", "overhead (%)", ""),
