@@ -20,6 +20,7 @@ import heapq
 import math
 import random
 import time as wallclock
+from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,14 @@ from ddlsched.workload.profiles import ModelCatalog, default_catalog
 
 _EPS = 1e-9
 _COMPLETE, _WAKE = 0, 1
+
+
+def _seq(view: JobView) -> int:
+    return view.seq
+
+
+def _first_two(entry: tuple[Any, int, JobView]) -> tuple[Any, int]:
+    return entry[0], entry[1]
 
 
 @dataclass
@@ -87,7 +96,8 @@ class Simulator:
         self.gpu_mem: list[float] = [0.0] * cluster.num_gpus
         self.states: dict[str, JobState] = {}
         self.pending: dict[str, JobState] = {}
-        self._pending_sorted: list[JobView] | None = []
+        self._pending_sorted: list[JobView] = []  # always in arrival order (kept incrementally)
+        self._indexes: dict[Callable[[JobView], Any], list[tuple[Any, int, JobView]]] = {}
         self._pending_demand: Counter[int] = Counter()
         self.running: dict[str, JobState] = {}
         self.heap: list[tuple[float, int, int, str, int]] = []
@@ -102,7 +112,8 @@ class Simulator:
         self.view = SchedulerView(
             cluster=cluster, free=self.free, perf=self.perf, rng=random.Random(f"policy-{self.config.seed}"),
             max_jobs_per_gpu=self.config.max_jobs_per_gpu, restart_penalty_s=self.config.restart_penalty_s,
-            pending=self._pending_views, running=lambda: [s.view for s in self.running.values()],  # type: ignore[misc]
+            pending=self._pending_views, pending_sorted=self._pending_index,
+            running=lambda: [s.view for s in self.running.values()],  # type: ignore[misc]
             job=lambda j: self.states[j].view, gpu_jobs=lambda g: tuple(self.gpu_jobs[g]),  # type: ignore[return-value,misc]
             gpu_mem_used=lambda g: self.gpu_mem[g],
         )
@@ -151,19 +162,29 @@ class Simulator:
 
     # ------------------------------------------------------------------ views
     def _pending_views(self) -> list[JobView]:
-        if self._pending_sorted is None:
-            self._pending_sorted = [s.view for s in sorted(self.pending.values(), key=lambda s: s.seq)]  # type: ignore[misc]
         return self._pending_sorted
+
+    def _pending_index(self, key: Callable[[JobView], Any]) -> list[JobView]:
+        """Pending jobs sorted by a *static* per-job key (then arrival), maintained incrementally."""
+        idx = self._indexes.get(key)
+        if idx is None:
+            idx = sorted((key(v), v.seq, v) for v in self._pending_sorted)
+            self._indexes[key] = idx
+        return [e[2] for e in idx]
 
     def _enqueue(self, st: JobState, now: float, *, in_order: bool) -> None:
         st.status = JobStatus.PENDING
         st.wait_since = now
         self.pending[st.job_id] = st
         self._pending_demand[st.spec.num_gpus] += 1
-        if in_order and self._pending_sorted is not None:
-            self._pending_sorted.append(st.view)  # type: ignore[arg-type]
+        view = st.view
+        assert view is not None
+        if in_order:
+            self._pending_sorted.append(view)
         else:
-            self._pending_sorted = None
+            insort(self._pending_sorted, view, key=_seq)
+        for key, idx in self._indexes.items():
+            insort(idx, (key(view), view.seq, view), key=_first_two)
 
     def _dequeue(self, st: JobState) -> None:
         del self.pending[st.job_id]
@@ -171,7 +192,12 @@ class Simulator:
         self._pending_demand[d] -= 1
         if not self._pending_demand[d]:
             del self._pending_demand[d]
-        self._pending_sorted = None
+        view = st.view
+        assert view is not None
+        lst = self._pending_sorted
+        del lst[bisect_left(lst, st.seq, key=_seq)]
+        for key, idx in self._indexes.items():
+            del idx[bisect_left(idx, (key(view), view.seq), key=_first_two)]
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> SimResult:

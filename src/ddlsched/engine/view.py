@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.engine.allocation import Allocation, FreeGPUs
@@ -17,7 +18,9 @@ class SchedulerView:
 
     def __init__(self, *, cluster: Cluster, free: FreeGPUs, perf: PerfModel, rng: random.Random,
                  max_jobs_per_gpu: int, restart_penalty_s: float,
-                 pending: Callable[[], Sequence[JobView]], running: Callable[[], Sequence[JobView]],
+                 pending: Callable[[], Sequence[JobView]],
+                 pending_sorted: Callable[[Callable[[JobView], Any]], Sequence[JobView]],
+                 running: Callable[[], Sequence[JobView]],
                  job: Callable[[str], JobView], gpu_jobs: Callable[[int], tuple[str, ...]],
                  gpu_mem_used: Callable[[int], float]) -> None:
         self.now = 0.0
@@ -28,6 +31,7 @@ class SchedulerView:
         self._free = free
         self._perf = perf
         self._pending = pending
+        self._pending_sorted = pending_sorted
         self._running = running
         self._job = job
         self._gpu_jobs = gpu_jobs
@@ -37,6 +41,12 @@ class SchedulerView:
     def pending(self) -> Sequence[JobView]:
         """Queued jobs in arrival order (a preempted job keeps its original place)."""
         return self._pending()
+
+    def pending_sorted(self, key: Callable[[JobView], Any]) -> Sequence[JobView]:
+        """Queued jobs sorted by ``key`` (ties: arrival). ``key`` must be *static* — the same value for a job
+        for as long as it is queued (e.g. size, ideal run time) — and the same callable on every pass: the
+        engine keeps one incrementally-maintained index per key, so a pass costs no sort."""
+        return self._pending_sorted(key)
 
     @property
     def running(self) -> Sequence[JobView]:

@@ -45,15 +45,17 @@ class OrderedPolicy(Policy):
             return self._preemptive(view)
         return self._non_preemptive(view)
 
-    def _sorted(self, jobs: Sequence[JobView]) -> list[JobView]:
-        if self.ordering.name == "fifo":
-            return list(jobs)  # the engine keeps the queue in arrival order
-        return sorted(jobs, key=self.ordering.key)
-
     def _non_preemptive(self, view: SchedulerView) -> list[Decision]:
         alloc = view.allocation()
         out: list[Decision] = []
-        for job in self._sorted(view.pending):
+        order = self.ordering
+        if order.name == "fifo":
+            queue: Sequence[JobView] = view.pending  # the engine keeps the queue in arrival order
+        elif order.static:
+            queue = view.pending_sorted(order.key)  # engine-maintained index: no sort per pass
+        else:
+            queue = sorted(view.pending, key=order.key)
+        for job in queue:
             if alloc.num_free == 0:
                 break
             gpus = self.placement.place(job, alloc, view) if job.num_gpus <= alloc.num_free else None

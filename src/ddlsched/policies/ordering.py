@@ -28,6 +28,7 @@ class Ordering(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     preemptive: ClassVar[bool] = False
+    static: ClassVar[bool] = False  # key never changes while a job is queued (lets the engine index it)
 
     @abstractmethod
     def key(self, job: JobView) -> Any: ...
@@ -59,6 +60,7 @@ class Fifo(Ordering):
 class Sjf(Ordering):
     name = "sjf"
     description = "shortest job first by ideal run time (non-preemptive, clairvoyant)"
+    static = True
 
     def key(self, job: JobView) -> Any:
         return (job.ideal_run_s, job.seq)

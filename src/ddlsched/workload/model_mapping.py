@@ -86,9 +86,21 @@ def check_mix(mix: Mapping[str, float]) -> dict[str, float]:
     return {k: float(mix[k]) for k in sorted(mix)}
 
 
+_CHECKED: tuple[Mapping[str, float], dict[str, float], tuple[tuple[str, float], ...]] | None = None
+
+
+def _checked(mix: Mapping[str, float]) -> dict[str, float]:
+    """``check_mix`` memoised on the last mix seen (loaders call this once per row with the same mix)."""
+    global _CHECKED
+    items = tuple(mix.items())
+    if _CHECKED is None or _CHECKED[0] is not mix or _CHECKED[2] != items:
+        _CHECKED = (mix, check_mix(mix), items)
+    return _CHECKED[1]
+
+
 def assign_model(job_id: str, *, seed: int = 0, mix: Mapping[str, float] | None = None) -> str:
     """Pick a model for ``job_id`` from ``mix`` (default :data:`DEFAULT_MIX`); deterministic in (seed, job_id)."""
-    m = check_mix(mix if mix is not None else DEFAULT_MIX)
+    m = _checked(mix if mix is not None else DEFAULT_MIX)
     total = sum(m.values())
     u = _unit(seed, job_id) * total
     acc = 0.0
