@@ -26,6 +26,7 @@ Only the connected component (jobs linked through shared links) of a changed job
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -130,35 +131,47 @@ class MaxMinLinkSharing(PerfModel):
         return changed
 
     def fill(self, comp: set[str]) -> dict[str, float]:
-        """Weighted progressive filling over the jobs of one component; returns r_j in bytes/s per hop."""
-        links: set[int] = set()
+        """Weighted progressive filling over the jobs of one component; returns r_j in bytes/s per hop.
+
+        All unfrozen jobs share one rising level; each round raises it by the smallest headroom
+        ``remaining_l / weight_l`` over links that still carry unfrozen jobs, then freezes the jobs on the
+        links that hit it. Links whose jobs are all frozen leave the round set, so later rounds get cheaper.
+        """
+        job_links = self._job_links
+        link_jobs = self._link_jobs
+        cap = self._cap
+        weight: dict[int, float] = {}
         for j in comp:
-            links.update(self._job_links[j])
-        active_weight = {lid: 0.0 for lid in links}
-        for j in comp:
-            for lid, m in self._job_links[j].items():
-                active_weight[lid] += m
-        used = dict.fromkeys(links, 0.0)
+            for lid, m in job_links[j].items():
+                weight[lid] = weight.get(lid, 0.0) + m
+        remaining = {lid: cap[lid] for lid in weight}
+        live = set(weight)
         active = set(comp)
         rates: dict[str, float] = {}
+        level = 0.0
         while active:
-            level = float("inf")
-            for lid in links:
-                w = active_weight[lid]
-                if w > 0:
-                    share = (self._cap[lid] - used[lid]) / w
-                    if share < level:
-                        level = share
-            level = max(level, 0.0)
-            bottleneck = [lid for lid in links if active_weight[lid] > 0
-                          and (self._cap[lid] - used[lid]) / active_weight[lid] <= level * (1 + 1e-12)]
-            frozen = {j for lid in bottleneck for j in self._link_jobs[lid] if j in active}
-            for j in sorted(frozen):
+            best = math.inf
+            bottleneck: list[int] = []
+            for lid in live:
+                share = remaining[lid] / weight[lid]
+                if share < best * (1 - 1e-12):
+                    best = share
+                    bottleneck = [lid]
+                elif share <= best * (1 + 1e-12):
+                    bottleneck.append(lid)
+            delta = max(best, 0.0)
+            level += delta
+            for lid in live:
+                remaining[lid] -= weight[lid] * delta
+            frozen = sorted({j for lid in bottleneck for j in link_jobs[lid] if j in active})
+            for j in frozen:
                 rates[j] = level
                 active.discard(j)
-                for lid, m in self._job_links[j].items():
-                    active_weight[lid] -= m
-                    used[lid] += m * level
+                for lid, m in job_links[j].items():
+                    w = weight[lid] - m
+                    weight[lid] = w
+                    if w <= 1e-12:
+                        live.discard(lid)
         return rates
 
     def rate(self, job_id: str) -> float | None:
