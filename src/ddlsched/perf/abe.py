@@ -21,12 +21,12 @@ made by :func:`ddlsched.perf.abe_fit.fit_beta_eta`). ``scale_by_nic=True`` resca
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
 from ddlsched.cluster.topology import GBIT, Cluster
-from ddlsched.perf.base import IterationTime, PerfModel, Placement, compute_time
+from ddlsched.perf.base import IterationTime, Placement, compute_time
+from ddlsched.perf.per_server import PerServerContention
 
 PAPER_BETA_MS_PER_MB = 0.856
 PAPER_ETA_MS_PER_MB = 0.235
@@ -48,7 +48,7 @@ def load_profile(name: str) -> dict[str, Any]:
     return json.loads(text)
 
 
-class AbeContention(PerfModel):
+class AbeContention(PerServerContention):
     name = "abe"
     description = "Wang et al. 2020: k transfers on the busiest NIC take M·(kβ+(k−1)η) ms (always-on comm)"
 
@@ -65,18 +65,13 @@ class AbeContention(PerfModel):
             raise ValueError("beta must be > 0 and eta >= 0")
         self.profile = profile
         self.scale_by_nic = scale_by_nic
-        self._server_jobs: dict[int, set[str]] = {}
-        self._servers: dict[str, tuple[int, ...]] = {}
 
     def params(self) -> dict[str, Any]:
         return {"beta": self.beta, "eta": self.eta, "scale_by_nic": self.scale_by_nic}
 
     def k_of(self, job_id: str) -> int:
         """Concurrent transfers on the job's busiest NIC (0 for a single-server job)."""
-        servers = self._servers[job_id]
-        if len(servers) <= 1:
-            return 0
-        return max(len(self._server_jobs[s]) for s in servers)
+        return self.busiest_nic(job_id)
 
     def _time(self, p: Placement, k: int) -> IterationTime:
         servers = self._servers[p.job_id]
@@ -88,39 +83,5 @@ class AbeContention(PerfModel):
             comm = transfer_ms(p.profile.grad_mb, k, self.beta * scale, self.eta * scale) / 1000.0
         return IterationTime(compute_time(self.cluster, p), comm)
 
-    def _refresh(self, jobs: set[str]) -> dict[str, IterationTime]:
-        out: dict[str, IterationTime] = {}
-        for j in sorted(jobs):
-            t = self._time(self._placements[j], self.k_of(j))
-            if self._times.get(j) != t:
-                self._times[j] = t
-                out[j] = t
-        return out
-
-    def add(self, placement: Placement) -> Mapping[str, IterationTime]:
-        jid = placement.job_id
-        if jid in self._placements:
-            raise ValueError(f"job {jid} is already placed")
-        servers = tuple(sorted(self.cluster.servers_of(placement.gpus)))
-        self._placements[jid] = placement
-        self._servers[jid] = servers
-        affected = {jid}
-        if len(servers) > 1:
-            for s in servers:
-                self._server_jobs.setdefault(s, set()).add(jid)
-                affected |= self._server_jobs[s]
-        changed = self._refresh(affected)
-        changed[jid] = self._times[jid]
-        return changed
-
-    def remove(self, job_id: str) -> Mapping[str, IterationTime]:
-        self._placements.pop(job_id)
-        self._times.pop(job_id)
-        servers = self._servers.pop(job_id)
-        if len(servers) <= 1:
-            return {}
-        affected: set[str] = set()
-        for s in servers:
-            self._server_jobs[s].discard(job_id)
-            affected |= self._server_jobs[s]
-        return self._refresh(affected)
+    def job_time(self, placement: Placement) -> IterationTime:
+        return self._time(placement, self.k_of(placement.job_id))

@@ -21,11 +21,11 @@ the ξ1 < 1 discount is how the paper accounts for jobs alternating compute and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from ddlsched.cluster.topology import GBIT, Cluster
-from ddlsched.perf.base import IterationTime, PerfModel, Placement, compute_time
+from ddlsched.perf.base import IterationTime, Placement, compute_time
+from ddlsched.perf.per_server import PerServerContention
 
 
 def degradation(alpha: float, k: float) -> float:
@@ -33,7 +33,7 @@ def degradation(alpha: float, k: float) -> float:
     return k + alpha * (k - 1.0)
 
 
-class SjfBcoContention(PerfModel):
+class SjfBcoContention(PerServerContention):
     name = "sjf_bco"
     description = "Yu et al. 2022 eq. (8): multi-server rings get b_e/f(α,k), k = ξ1·#contenders; γ = ξ2·#servers"
 
@@ -46,8 +46,6 @@ class SjfBcoContention(PerfModel):
             raise ValueError("xi2_s and alpha must be >= 0 and reduce_Bps > 0")
         self.xi1, self.xi2_s, self.alpha, self.reduce_Bps = xi1, xi2_s, alpha, reduce_Bps
         self.b_i_Bps = b_i_Bps if b_i_Bps is not None else cluster.intra_gbps * GBIT
-        self._server_multi: dict[int, set[str]] = {}  # server -> multi-server jobs on it
-        self._servers: dict[str, tuple[int, ...]] = {}
 
     def params(self) -> dict[str, Any]:
         return {"xi1": self.xi1, "xi2_s": self.xi2_s, "alpha": self.alpha, "reduce_Bps": self.reduce_Bps,
@@ -56,10 +54,7 @@ class SjfBcoContention(PerfModel):
     # ------------------------------------------------------------------ formulas
     def contention_degree(self, job_id: str) -> int:
         """p_j of eq. (6) for a placed job (0 for a single-server job)."""
-        servers = self._servers[job_id]
-        if len(servers) <= 1:
-            return 0
-        return max(len(self._server_multi[s]) for s in servers)
+        return self.busiest_nic(job_id)
 
     def iteration_time(self, p: Placement, degree: int) -> IterationTime:
         """τ_j of eq. (8) for placement ``p`` at contention degree p_j = ``degree``."""
@@ -78,46 +73,5 @@ class SjfBcoContention(PerfModel):
         return IterationTime(compute_time(self.cluster, p), comm)
 
     # ------------------------------------------------------------------ protocol
-    def _refresh(self, jobs: set[str]) -> dict[str, IterationTime]:
-        out: dict[str, IterationTime] = {}
-        for j in sorted(jobs):
-            t = self.iteration_time(self._placements[j], self.contention_degree(j))
-            if self._times.get(j) != t:
-                self._times[j] = t
-                out[j] = t
-        return out
-
-    def _neighbours(self, servers: tuple[int, ...]) -> set[str]:
-        out: set[str] = set()
-        for s in servers:
-            out |= self._server_multi.get(s, set())
-        return out
-
-    def add(self, placement: Placement) -> Mapping[str, IterationTime]:
-        jid = placement.job_id
-        if jid in self._placements:
-            raise ValueError(f"job {jid} is already placed")
-        servers = tuple(sorted(self.cluster.servers_of(placement.gpus)))
-        self._placements[jid] = placement
-        self._servers[jid] = servers
-        if len(servers) > 1:
-            for s in servers:
-                self._server_multi.setdefault(s, set()).add(jid)
-            # a neighbour's degree depends on the counts of *its* servers; it changed only if it shares one
-            affected = {j for j in self._neighbours(servers)}
-        else:
-            affected = {jid}
-        affected.add(jid)
-        changed = self._refresh(affected)
-        changed[jid] = self._times[jid]
-        return changed
-
-    def remove(self, job_id: str) -> Mapping[str, IterationTime]:
-        self._placements.pop(job_id)
-        self._times.pop(job_id)
-        servers = self._servers.pop(job_id)
-        if len(servers) <= 1:
-            return {}
-        for s in servers:
-            self._server_multi[s].discard(job_id)
-        return self._refresh(self._neighbours(servers))
+    def job_time(self, placement: Placement) -> IterationTime:
+        return self.iteration_time(placement, self.contention_degree(placement.job_id))
