@@ -90,3 +90,30 @@ def test_isolated_does_not_change_state():
     iso = pm.isolated(Placement("b", spread(c, 1), PROF))
     assert iso.comm_s == pytest.approx(2 * 3 / 4 * M_MB * 1e6 / B)
     assert set(pm.running()) == {"a"}
+
+
+def _two_racks(oversub: float) -> Cluster:
+    racks = [[ServerSpec(1, "V100", 10.0) for _ in range(2)] for _ in range(2)]
+    return Cluster.build("t", racks, {"V100": GPUType("V100", 32768)}, oversubscription=oversub)
+
+
+def test_link_that_cannot_saturate_couples_nothing():
+    # uplinks carry 2 NICs' worth (1:1); two cross-rack rings at NIC rate cannot saturate them
+    c = _two_racks(1.0)
+    pm = make_perf_model("maxmin", c)
+    pm.add(Placement("a", (0, 2), PROF))
+    changed = pm.add(Placement("b", (1, 3), PROF))
+    assert set(changed) == {"b"}
+    assert changed["b"].comm_s == pytest.approx(2 * 1 / 2 * M_MB * 1e6 / B)
+
+
+def test_link_that_can_saturate_couples_and_shares():
+    # 4:1 uplinks (B/2 each): the two rings share them → B/4 each, and the first job is re-timed
+    c = _two_racks(4.0)
+    pm = make_perf_model("maxmin", c)
+    pm.add(Placement("a", (0, 2), PROF))
+    changed = pm.add(Placement("b", (1, 3), PROF))
+    assert set(changed) == {"a", "b"}
+    assert changed["a"].comm_s == pytest.approx(2 * 1 / 2 * M_MB * 1e6 / (B / 4))
+    back = pm.remove("b")
+    assert back["a"].comm_s == pytest.approx(2 * 1 / 2 * M_MB * 1e6 / (B / 2))

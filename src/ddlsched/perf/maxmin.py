@@ -21,7 +21,8 @@ Assumption (documented, checked by ``ddlsched testbed validate``): all running r
 communicating at once (no compute/communication phase interleaving), which is pessimistic for jobs whose
 communication is a small part of an iteration.
 
-Only the connected component (jobs linked through shared links) of a changed job is recomputed.
+Only the connected component of a changed job is recomputed: jobs linked through shared links that can
+bind (Σ m_jl · alone_j > C_l, where alone_j is j's rate alone); a link that cannot saturate couples nothing.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ class MaxMinLinkSharing(PerfModel):
         self._job_links: dict[str, Counter[int]] = {}
         self._rate: dict[str, float] = {}
         self._compute: dict[str, float] = {}
+        self._alone: dict[str, float] = {}  # a job's rate if it were alone: min over its links of C_l / m_jl
+        self._demand: dict[int, float] = {}  # Σ over jobs on the link of m_jl · alone_j
 
     def params(self) -> dict[str, Any]:
         return {"efficiency": self.efficiency}
@@ -69,8 +72,11 @@ class MaxMinLinkSharing(PerfModel):
             return {jid: t}
         use: Counter[int] = Counter(lid for hop in hops for lid in hop)
         self._job_links[jid] = use
-        for lid in use:
+        alone = min(self._cap[lid] / m for lid, m in use.items())
+        self._alone[jid] = alone
+        for lid, m in use.items():
             self._link_jobs.setdefault(lid, set()).add(jid)
+            self._demand[lid] = self._demand.get(lid, 0.0) + m * alone
         changed = self._recompute(self._component(jid))
         changed[jid] = self._times[jid]
         return changed
@@ -83,14 +89,17 @@ class MaxMinLinkSharing(PerfModel):
         use = self._job_links.pop(job_id, None)
         if not use:
             return {}
+        alone = self._alone.pop(job_id)
         neighbours: set[str] = set()
-        for lid in use:
+        for lid, m in use.items():
             jobs = self._link_jobs[lid]
             jobs.discard(job_id)
             if jobs:
                 neighbours |= jobs
+                self._demand[lid] -= m * alone
             else:
                 del self._link_jobs[lid]
+                del self._demand[lid]
         changed: dict[str, IterationTime] = {}
         seen: set[str] = set()
         for j in sorted(neighbours):
@@ -101,13 +110,23 @@ class MaxMinLinkSharing(PerfModel):
         return changed
 
     # ------------------------------------------------------------------ internals
+    def _binding(self, lid: int) -> bool:
+        """Whether the link can ever constrain anyone: its jobs' alone rates together exceed its capacity.
+        A non-binding link couples nothing, so the component search does not cross it (exact: no job on it
+        can reach a rate that would saturate it)."""
+        return self._demand[lid] > self._cap[lid] * (1 + 1e-9)
+
     def _component(self, start: str) -> set[str]:
         comp = {start}
         stack = [start]
+        link_jobs = self._link_jobs
         while stack:
             j = stack.pop()
             for lid in self._job_links[j]:
-                for k in self._link_jobs[lid]:
+                jobs = link_jobs[lid]
+                if len(jobs) == 1 or not self._binding(lid):
+                    continue
+                for k in jobs:
                     if k not in comp:
                         comp.add(k)
                         stack.append(k)
