@@ -59,6 +59,20 @@ class RunResult:
         return [replace(j, start_s=self.jobs[j.job_id].start_s) for j in jobs]
 
 
+def _reap(procs: list[subprocess.Popen[bytes]]) -> None:
+    """Kill workers still running, close their pipes, wait for them, and forget their pids in the state file."""
+    kill_pids([p.pid for p in procs if p.poll() is None])
+    for p in procs:
+        if p.stderr:
+            p.stderr.close()
+        if p.poll() is None:
+            p.wait()
+    st = read_state()
+    if st is not None:
+        st["pids"] = []
+        write_state(st)
+
+
 def _cpu_times() -> tuple[float, float]:
     with open("/proc/stat") as f:
         vals = [float(x) for x in f.readline().split()[1:]]
@@ -124,17 +138,7 @@ def run_schedule(cluster: Cluster, jobs: Sequence[JobRun], out_dir: str | Path, 
                 err = p.stderr.read().decode(errors="replace")[-2000:] if p.stderr else ""
                 raise TestbedError(f"worker {name} failed ({p.returncode}):\n{err}")
     finally:
-        alive = [p.pid for _, p in procs if p.poll() is None]
-        kill_pids(alive)
-        for _, p in procs:
-            if p.stderr:
-                p.stderr.close()
-            if p.poll() is None:
-                p.wait()
-        st = read_state()
-        if st is not None:
-            st["pids"] = []
-            write_state(st)
+        _reap([p for _, p in procs])
     c1 = _cpu_times()
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (c1[0] - c0[0]) / max(c1[1] - c0[1], 1e-9)
@@ -257,17 +261,7 @@ def run_gated(cluster: Cluster, jobs: Sequence[GatedJob], out_dir: str | Path, *
                     err = p.stderr.read().decode(errors="replace")[-2000:] if p.stderr else ""
                     raise TestbedError(f"worker {jid}/rank{r} failed ({p.returncode}):\n{err}")
     finally:
-        allp = [p for ps in procs.values() for p in ps]
-        kill_pids([p.pid for p in allp if p.poll() is None])
-        for p in allp:
-            if p.stderr:
-                p.stderr.close()
-            if p.poll() is None:
-                p.wait()
-        st = read_state()
-        if st is not None:
-            st["pids"] = []
-            write_state(st)
+        _reap([p for ps in procs.values() for p in ps])
     c1 = _cpu_times()
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.time() - (t0 - lead)
