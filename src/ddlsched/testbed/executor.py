@@ -59,6 +59,17 @@ class RunResult:
         return [replace(j, start_s=self.jobs[j.job_id].start_s) for j in jobs]
 
 
+def _await(name: str, p: subprocess.Popen[bytes], deadline: float, timeout_s: float) -> None:
+    """Wait for one worker until ``deadline``; raise with its stderr tail if it fails or overruns."""
+    try:
+        p.wait(timeout=max(1.0, deadline - time.time()))
+    except subprocess.TimeoutExpired:
+        raise TestbedError(f"worker {name} did not finish within {timeout_s:.0f} s") from None
+    if p.returncode != 0:
+        err = p.stderr.read().decode(errors="replace")[-2000:] if p.stderr else ""
+        raise TestbedError(f"worker {name} failed ({p.returncode}):\n{err}")
+
+
 def _reap(procs: list[subprocess.Popen[bytes]]) -> None:
     """Kill workers still running, close their pipes, wait for them, and forget their pids in the state file."""
     kill_pids([p.pid for p in procs if p.poll() is None])
@@ -130,13 +141,7 @@ def run_schedule(cluster: Cluster, jobs: Sequence[JobRun], out_dir: str | Path, 
         write_state(state)
         deadline = time.time() + timeout_s
         for name, p in procs:
-            try:
-                p.wait(timeout=max(1.0, deadline - time.time()))
-            except subprocess.TimeoutExpired:
-                raise TestbedError(f"worker {name} did not finish within {timeout_s:.0f} s") from None
-            if p.returncode != 0:
-                err = p.stderr.read().decode(errors="replace")[-2000:] if p.stderr else ""
-                raise TestbedError(f"worker {name} failed ({p.returncode}):\n{err}")
+            _await(name, p, deadline, timeout_s)
     finally:
         _reap([p for _, p in procs])
     c1 = _cpu_times()
@@ -253,13 +258,7 @@ def run_gated(cluster: Cluster, jobs: Sequence[GatedJob], out_dir: str | Path, *
             time.sleep(poll_s)
         for jid, ps in procs.items():  # the last jobs' workers are still in their final barrier
             for r, p in enumerate(ps):
-                try:
-                    p.wait(timeout=max(1.0, deadline - time.time()))
-                except subprocess.TimeoutExpired:
-                    raise TestbedError(f"worker {jid}/rank{r} did not exit within {timeout_s:.0f} s") from None
-                if p.returncode != 0:
-                    err = p.stderr.read().decode(errors="replace")[-2000:] if p.stderr else ""
-                    raise TestbedError(f"worker {jid}/rank{r} failed ({p.returncode}):\n{err}")
+                _await(f"{jid}/rank{r}", p, deadline, timeout_s)
     finally:
         _reap([p for ps in procs.values() for p in ps])
     c1 = _cpu_times()
