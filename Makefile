@@ -33,4 +33,4 @@ clean:
 # docs/validation.md + results/validation/fidelity.json → testbed down (always, also on error/interrupt).
 .PHONY: validate
 validate: $(STAMP)
-	$(PY) -m ddlsched.cli_testbed validate --out results/validation --doc docs/validation.md
+	$(VENV)/bin/ddlsched testbed validate --out results/validation --doc docs/validation.md

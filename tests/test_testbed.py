@@ -54,7 +54,7 @@ def test_up_down_leaves_nothing(tmp_path):
 def test_cli_up_down_leaves_nothing():
     from click.testing import CliRunner
 
-    from ddlsched.cli_testbed import testbed
+    from ddlsched.cli.testbed import testbed
 
     runner = CliRunner()
     try:

@@ -99,7 +99,7 @@ def test_measured_records_have_the_simulator_format():
 def test_cli_policy_run_needs_a_workload():
     from click.testing import CliRunner
 
-    from ddlsched.cli_testbed import testbed
+    from ddlsched.cli.testbed import testbed
 
     r = CliRunner().invoke(testbed, ["run", "--policy", "fifo"])
     assert r.exit_code != 0 and "--trace" in r.output

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddlsched.cli_traces import traces
+from ddlsched.cli.traces import traces
 from ddlsched.errors import InputError
 from ddlsched.workload import default_catalog
 from ddlsched.workload.info import trace_info

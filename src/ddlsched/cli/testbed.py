@@ -1,6 +1,6 @@
 """``ddlsched testbed …``: the emulated-cluster testbed (see ``ddlsched.testbed`` and docs/validation.md).
 
-The main CLI adds the :data:`testbed` group; standalone: ``python -m ddlsched.cli_testbed …`` (needs root).
+The main CLI adds the :data:`testbed` group; run as ``ddlsched testbed …`` (needs root).
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ def run(schedule_path: str | None, policy: str | None, policy_param: tuple[str, 
 def _run_policy(policy: str, policy_param: tuple[str, ...], trace_path: str | None, workload: str | None,
                 spec: str, nic_mbit: float, max_jobs: int | None, time_scale: float, perf_model: str, seed: int,
                 calibration: str | None, backend: str, compute: str, out: str) -> None:
-    from ddlsched.cli import parse_kv
+    from ddlsched.cli.common import parse_kv
     from ddlsched.testbed.calibrate import calibrated_cluster, load_calibration
     from ddlsched.testbed.executor import run_gated
     from ddlsched.testbed.fabric import cleanup_on_signals

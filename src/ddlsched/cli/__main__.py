@@ -1,0 +1,3 @@
+from ddlsched.cli import main
+
+main()
