@@ -23,7 +23,7 @@ TRACE = ROOT / "data" / "traces" / "philly_pollux" / "philly.csv"
 
 def one(policy: str, cluster: str, jobs: int | None, perf: str) -> dict:
     from ddlsched.cluster import load_cluster
-    from ddlsched.engine import SimConfig, Simulator
+    from ddlsched.engine import SimConfig, run_simulation
     from ddlsched.metrics import summarize
     from ddlsched.policies import make_policy
     from ddlsched.workload.loaders import load_trace
@@ -33,9 +33,8 @@ def one(policy: str, cluster: str, jobs: int | None, perf: str) -> dict:
     specs = trace.jobs if jobs is None else trace.jobs[:jobs]
     c = load_cluster(cluster)
     p = make_policy(policy)
-    p.reset()
     t_load = time.perf_counter() - t0
-    r = Simulator(c, specs, p, SimConfig(perf_model=perf)).run()
+    r = run_simulation(c, specs, p, SimConfig(perf_model=perf))
     s = summarize(r)
     return {"policy": policy, "cluster": cluster, "perf_model": perf, "jobs": len(specs),
             "completed": s["jobs_completed"], "load_s": round(t_load, 2), "sim_s": round(r.wall_s, 2),

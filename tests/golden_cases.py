@@ -12,8 +12,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).resolve().parent / "golden"
-PHILLY = str(ROOT / "data/traces/philly_pollux/philly.csv")
-MURI = str(ROOT / "data/traces/muri/trace1.csv")
+PHILLY = "data/traces/philly_pollux/philly.csv"  # relative to the repository root (summaries name the trace)
+MURI = "data/traces/muri/trace1.csv"
 FILES = ("records.csv", "summary.json", "timeseries.csv")
 
 # name → CellParams fields (the unit shared by ``simulate`` and ``sweep``)
@@ -34,9 +34,12 @@ CASES: dict[str, dict] = {
 
 
 def run_case(name: str) -> dict[str, bytes]:
+    import contextlib
+
     from ddlsched.experiments.runner import CellParams, run_cell
 
-    out = run_cell(CellParams(**CASES[name]))
+    with contextlib.chdir(ROOT):
+        out = run_cell(CellParams(**CASES[name]))
     if out.error:
         raise RuntimeError(f"golden case {name} failed: {out.error}")
     return {f: out.files[f] for f in FILES if f in out.files}

@@ -7,52 +7,39 @@ from click.testing import CliRunner
 
 from ddlsched.cli import cli
 from ddlsched.cluster.topology import Cluster, GPUType, ServerSpec
-from ddlsched.engine.tasklevel import simulate_tasklevel
+from ddlsched.engine import run_simulation
 from ddlsched.policies import list_policies, make_policy
-from ddlsched.policies.ada_srsf import TaskLevelPolicy, adadual_threshold, lwf_pick
+from ddlsched.policies.ada_srsf import adadual_threshold, lwf_pick
 from ddlsched.workload.jobspec import JobSpec
 
 BETA, ETA = 0.856, 0.235
 
 
-class _Transfer:
-    def __init__(self, left: float) -> None:
-        self.left = left
-
-
-class _StubEngine:
-    """Just what ``admit`` reads: k on the busiest NIC and the ongoing transfers' remaining MB."""
-
-    def __init__(self, ongoing: list[float]) -> None:
-        self._ongoing = [_Transfer(x) for x in ongoing]
-
-    def k_max(self, job):
-        return len(self._ongoing)
-
-    def ongoing(self, job):
-        return self._ongoing
-
-    def remaining_mb(self, t):
-        return t.left
+class _View:
+    beta, eta = BETA, ETA
 
 
 class _Job:
     size_mb = 10.0
 
 
+def _ongoing(lefts: list[float]) -> list[tuple[object, float]]:
+    return [(object(), x) for x in lefts]
+
+
 def test_adadual_threshold_and_decisions():
     assert adadual_threshold(BETA, ETA) == pytest.approx(2 * (0.856 + 0.235) / 0.856)  # ≈ 2.549
-    ada = TaskLevelPolicy(comm="adadual")
-    assert ada.admit(_Job(), _StubEngine([]))
-    assert ada.admit(_Job(), _StubEngine([30.0]))  # 30/10 = 3.0 ≥ 2.549
-    assert not ada.admit(_Job(), _StubEngine([20.0]))  # 20/10 = 2.0 < 2.549
-    assert not ada.admit(_Job(), _StubEngine([300.0, 300.0]))  # never 3-way
+    ada = make_policy("adadual")
+    assert ada.admit(_Job(), 0, _ongoing([]), _View())
+    assert ada.admit(_Job(), 1, _ongoing([30.0]), _View())  # 30/10 = 3.0 ≥ 2.549
+    assert not ada.admit(_Job(), 1, _ongoing([20.0]), _View())  # 20/10 = 2.0 < 2.549
+    assert not ada.admit(_Job(), 2, _ongoing([300.0, 300.0]), _View())  # never 3-way
 
 
 @pytest.mark.parametrize(("n", "k", "ok"), [(1, 0, True), (1, 1, False), (2, 1, True), (2, 2, False),
                                             (3, 2, True)])
 def test_srsf_n_admission(n, k, ok):
-    assert TaskLevelPolicy(comm="srsf", n=n).admit(_Job(), _StubEngine([1.0] * k)) is ok
+    assert make_policy(f"srsf{n}").admit(_Job(), k, _ongoing([1.0] * k), _View()) is ok
 
 
 def test_lwf_spreads_small_and_packs_large():
@@ -72,7 +59,7 @@ def _cluster(servers: int, gpus: int) -> Cluster:
 def test_tasklevel_single_job_hand_computed():
     # resnet50: fw 25 ms, bw 37 ms, M = 99.2 MB; two servers × 1 GPU → every iteration ends with β·M alone
     jobs = [JobSpec("a", 0.0, 2, "resnet50", iterations=3)]
-    res = simulate_tasklevel(_cluster(2, 1), jobs, make_policy("srsf1"))
+    res = run_simulation(_cluster(2, 1), jobs, make_policy("srsf1"))
     assert res.records[0]["jct_s"] == pytest.approx(3 * (62 + 0.856 * 99.2) / 1000)
     assert res.records[0]["comm_s"] == pytest.approx(3 * 0.856 * 99.2 / 1000)
 
@@ -88,11 +75,11 @@ def test_tasklevel_time_sharing_contention_and_retiming():
     # SRSF(2) admits b at 124: both at k = 2 until a ends, then b alone.
     a2 = 124 + left * (2 * BETA + ETA)
     b2 = a2 + (m - left) * BETA
-    r2 = {x["job_id"]: x["jct_s"] for x in simulate_tasklevel(c, jobs, make_policy("srsf2")).records}
+    r2 = {x["job_id"]: x["jct_s"] for x in run_simulation(c, jobs, make_policy("srsf2")).records}
     assert r2 == pytest.approx({"a": a2 / 1000, "b": b2 / 1000})
     # SRSF(1) and AdaDUAL (left/m ≈ 0.27 < 2.549) make b wait for a
     for name in ("srsf1", "adadual"):
-        r = {x["job_id"]: x["jct_s"] for x in simulate_tasklevel(c, jobs, make_policy(name)).records}
+        r = {x["job_id"]: x["jct_s"] for x in run_simulation(c, jobs, make_policy(name)).records}
         assert r == pytest.approx({"a": (62 + m * BETA) / 1000, "b": (62 + 2 * m * BETA) / 1000})
 
 

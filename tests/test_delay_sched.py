@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from ddlsched.cli import cli
 from ddlsched.cluster.topology import Cluster, GPUType, ServerSpec
-from ddlsched.engine import SimConfig, Simulator
+from ddlsched.engine import SimConfig, run_simulation
 from ddlsched.policies import make_policy
 from ddlsched.policies.autotune import AnalyticTuner
 from ddlsched.policies.delay import DelayScheduling
@@ -25,7 +25,7 @@ def two_servers() -> Cluster:
 
 
 def run(jobs: list[JobSpec], policy, cluster: Cluster | None = None, **perf) -> dict[str, dict]:
-    res = Simulator(cluster or two_servers(), jobs, policy, SimConfig(perf_model="sharing", perf_params=perf)).run()
+    res = run_simulation(cluster or two_servers(), jobs, policy, SimConfig(perf_model="sharing", perf_params=perf))
     assert not res.unfinished
     return {r["job_id"]: r for r in res.records}
 
@@ -40,10 +40,15 @@ def test_levels_and_worst_placement() -> None:
 
 
 def _sim_view(cluster: Cluster, perf: dict):
-    sim = Simulator(cluster, [JobSpec("v", 0.0, 2, "vgg16", iterations=1.0),
-                              JobSpec("r", 0.0, 2, "resnet18", iterations=1.0)],
-                    make_policy("fifo"), SimConfig(perf_model="sharing", perf_params=perf))
-    return sim.view, sim.states["v"].view, sim.states["r"].view
+    """The fluid model's view and two pending jobs' views (the model prepared, nothing run)."""
+    from ddlsched.engine.core import Core
+    from ddlsched.engine.run import build_model, default_catalog
+
+    model = build_model(cluster, make_policy("fifo"), SimConfig(perf_model="sharing", perf_params=perf),
+                        default_catalog())
+    Core([JobSpec("v", 0.0, 2, "vgg16", iterations=1.0), JobSpec("r", 0.0, 2, "resnet18", iterations=1.0)],
+         make_policy("fifo"), model)
+    return model.view(), model.states["v"].view, model.states["r"].view
 
 
 def test_sensitivity_from_physics() -> None:

@@ -1,4 +1,4 @@
-"""Hand-computed cases for the task-level Hare engine and its policies (ALGORITHMS.md §6)."""
+"""Hand-computed cases for the rounds execution model (Hare) and its policies (docs/policies/hare.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from click.testing import CliRunner
 
 from ddlsched.cli import cli
 from ddlsched.cluster.topology import Cluster, GPUType, ServerSpec
-from ddlsched.engine.hare_tasks import HareConfig, HareSimulator, RunTask
+from ddlsched.engine import Requirements, RunTask
+from ddlsched.engine.core import Core
+from ddlsched.engine.run import SimConfig, build_model
 from ddlsched.metrics.summary import summarize
 from ddlsched.policies import make_policy
 from ddlsched.policies.hare import Hlas
@@ -36,10 +38,12 @@ def _job(jid: str, n: int, rounds: int, arrival: float = 0.0) -> JobSpec:
     return JobSpec(jid, arrival, n, "m", iterations=rounds)
 
 
-def _run(cluster: Cluster, jobs: list[JobSpec], policy, **cfg):  # type: ignore[no-untyped-def]
-    cfg.setdefault("switch_frac", 0.0)
-    sim = HareSimulator(cluster, jobs, policy, HareConfig(**cfg), catalog=CAT)
-    return sim, sim.run()
+def _run(cluster: Cluster, jobs: list[JobSpec], policy, catalog=CAT, **model_params):  # type: ignore[no-untyped-def]
+    """Run through the core, keeping the execution model to inspect its per-job state."""
+    model_params.setdefault("switch_frac", 0.0)
+    model = build_model(cluster, policy, SimConfig(model_params=model_params), catalog)
+    policy.reset()
+    return model, Core(jobs, policy, model).run()
 
 
 def _by_id(res):  # type: ignore[no-untyped-def]
@@ -83,8 +87,8 @@ def test_guard_takes_slow_gpu_when_it_finishes_sooner() -> None:
                         speedup={"V100": 1.0, "K80": 1 / 3})
     cat = ModelCatalog([PROF, long])
     jobs = [JobSpec("a", 0.0, 1, "long", iterations=1), _job("b", 1, 1, arrival=0.5)]
-    sim = HareSimulator(_cluster(1, 1), jobs, make_policy("hlas"), HareConfig(switch_frac=0.0), catalog=cat)
-    r = _by_id(sim.run())
+    _, res = _run(_cluster(1, 1), jobs, make_policy("hlas"), catalog=cat)
+    r = _by_id(res)
     assert r["a"]["last_gpus"] == "0" and r["a"]["jct_s"] == pytest.approx(4.0)
     assert r["b"]["first_start_s"] == pytest.approx(0.5)
     assert r["b"]["jct_s"] == pytest.approx(3.0)
@@ -123,18 +127,25 @@ def test_switching_overhead_only_when_job_changes() -> None:
     assert r["a"]["finish_s"] == pytest.approx(2.5)
     assert r["b"]["finish_s"] == pytest.approx(4.0)
     assert sim.jobs["a"].switches == 1 and sim.jobs["b"].switches == 1
-    assert r["a"]["penalty_s"] == pytest.approx(0.5)
+    assert r["a"]["switch_s"] == pytest.approx(0.5)
+    assert r["b"]["switch_s"] == pytest.approx(0.5)
 
 
-def test_sync_time_between_rounds() -> None:
+def test_sync_time_between_rounds_comes_from_the_network() -> None:
+    # Two servers × 1 V100, 1 Gb/s NICs. A 2-task round on both GPUs synchronises with a 2-GPU ring over the NICs:
+    # 2·(1/2)·125 MB at 125 MB/s = 1 s per round; 2 rounds × (1 s compute + 1 s sync) = 4 s. Alone, one GPU doing both
+    # tasks (2 s, no sync) is as fast, so the ideal is 4 s too.
     prof = ModelProfile("g", grad_mb=125.0, compute_ms=1000.0, batch_size=1, mem_mb=1.0)
     cat = ModelCatalog([prof])
-    # s = 125 MB / (1 Gb/s = 125 MB/s) = 1 s per round; 2 rounds × (1 + 1) = 4 s
-    sim = HareSimulator(_cluster(1, 0), [JobSpec("a", 0.0, 1, "g", iterations=2)], make_policy("hlas"),
-                        HareConfig(ps_bandwidth_gbps=1.0, switch_frac=0.0), catalog=cat)
-    res = sim.run()
-    assert res.records[0]["jct_s"] == pytest.approx(4.0)
-    assert res.records[0]["ideal_run_s"] == pytest.approx(4.0)
+    two = Cluster.build("t2", [[ServerSpec(1, "V100", 1.0), ServerSpec(1, "V100", 1.0)]], {"V100": TYPES["V100"]})
+    _, res = _run(two, [JobSpec("a", 0.0, 2, "g", iterations=2)], make_policy("hlas"), catalog=cat)
+    r = res.records[0]
+    assert r["jct_s"] == pytest.approx(4.0)
+    assert r["comm_s"] == pytest.approx(2.0)
+    assert r["ideal_run_s"] == pytest.approx(4.0)
+    # a 1-GPU job never synchronises, whatever its gradient size
+    _, res = _run(two, [JobSpec("b", 0.0, 1, "g", iterations=2)], make_policy("hlas"), catalog=cat)
+    assert res.records[0]["jct_s"] == pytest.approx(2.0) and res.records[0]["comm_s"] == 0.0
 
 
 def test_work_conservation_and_same_record_keys() -> None:
@@ -156,8 +167,11 @@ def test_gang_round_paced_by_slowest_gpu() -> None:
 
 
 def test_engine_rejects_invalid_decision() -> None:
-    class Bad:
+    from ddlsched.policies.base import Policy
+
+    class Bad(Policy):
         name = "bad"
+        requirements = Requirements(model="rounds", gang=False)
 
         def schedule(self, view):  # type: ignore[no-untyped-def]
             return [RunTask(j.job_id, 0) for j in view.jobs for _ in range(2)]
@@ -188,4 +202,4 @@ def test_cli_simulate_routes_to_task_engine(tmp_path: Path) -> None:
     import json
 
     s = json.loads((out / "summary.json").read_text())
-    assert s["jobs_completed"] == 3 and s["perf_model"] == "hare-tasks"
+    assert s["jobs_completed"] == 3 and s["execution_model"] == "rounds" and s["perf_model"] == "maxmin"

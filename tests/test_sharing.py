@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from ddlsched.cli import cli
 from ddlsched.cluster.topology import Cluster, GPUType, ServerSpec
-from ddlsched.engine import SimConfig, Simulator
+from ddlsched.engine import SimConfig, run_simulation
 from ddlsched.perf import make_perf_model
 from ddlsched.perf.base import Placement
 from ddlsched.perf.interference import Interference, accum_mem, accum_slowdown
@@ -73,8 +73,7 @@ def test_interference_table_and_default() -> None:
 def _bsbf(xi: float) -> dict[str, dict]:
     jobs = [JobSpec("b", 0.0, 1, "resnet18", iterations=1000.0), JobSpec("a", 10.0, 1, "resnet18", iterations=5000.0)]
     pol = make_policy("sjf-bsbf", {"interference": const(xi)})
-    res = Simulator(one_gpu(), jobs, pol, SimConfig(perf_model="sharing", perf_params={"interference": const(xi)},
-                                                    max_jobs_per_gpu=2)).run()
+    res = run_simulation(one_gpu(), jobs, pol, SimConfig(perf_model="sharing", perf_params={"interference": const(xi)}))
     return {r["job_id"]: r for r in res.records}
 
 
@@ -90,8 +89,8 @@ def test_memory_limit_respected() -> None:
     def run(mem: float) -> dict[str, dict]:
         jobs = [JobSpec("b", 0.0, 1, "resnet18", iterations=1000.0, gpu_mem_mb=mem),
                 JobSpec("a", 10.0, 1, "resnet18", iterations=1000.0, gpu_mem_mb=mem)]
-        res = Simulator(one_gpu(), jobs, make_policy("sjf-ffs"),
-                        SimConfig(perf_model="sharing", max_jobs_per_gpu=2, audit=True)).run()
+        res = run_simulation(one_gpu(), jobs, make_policy("sjf-ffs"),
+                        SimConfig(perf_model="sharing", audit=True))
         return {r["job_id"]: r for r in res.records}
 
     big = run(30000)  # even s=8 (11.6 GB) does not fit next to 30 GB on a 32 GB GPU
@@ -104,10 +103,10 @@ def test_preemptive_baselines_spare_nearly_done_jobs() -> None:
     c = one_gpu()
     jobs = [JobSpec("long", 0.0, 1, "resnet18", iterations=2000.0), JobSpec("short", 5.0, 1, "resnet18",
                                                                             iterations=50.0)]
-    res = Simulator(c, jobs, make_policy("sjf-preempt"), SimConfig()).run()
+    res = run_simulation(c, jobs, make_policy("sjf-preempt"), SimConfig())
     recs = {r["job_id"]: r for r in res.records}
     assert recs["long"]["preemptions"] == 1 and recs["short"]["first_start_s"] == pytest.approx(5.0)
-    res = Simulator(c, jobs, make_policy("sjf-preempt", {"min_remaining_iters": 5000}), SimConfig()).run()
+    res = run_simulation(c, jobs, make_policy("sjf-preempt", {"min_remaining_iters": 5000}), SimConfig())
     assert all(r["preemptions"] == 0 for r in res.records)
 
 

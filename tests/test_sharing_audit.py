@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ddlsched.cluster.topology import Cluster, GPUType, ServerSpec
-from ddlsched.engine import SimConfig, Simulator
+from ddlsched.engine import SimConfig, run_simulation
 from ddlsched.policies import make_policy
 from ddlsched.policies.sharing import share_check
 from ddlsched.workload.jobspec import JobSpec
@@ -17,8 +17,8 @@ def const(xi: float) -> dict:
 
 def run(cluster: Cluster, jobs: list[JobSpec], policy: str, xi: float) -> dict[str, dict]:
     pol = make_policy(policy, {"interference": const(xi)})
-    cfg = SimConfig(perf_model="sharing", perf_params={"interference": const(xi)}, max_jobs_per_gpu=2)
-    return {r["job_id"]: r for r in Simulator(cluster, jobs, pol, cfg).run().records}
+    cfg = SimConfig(perf_model="sharing", perf_params={"interference": const(xi)})
+    return {r["job_id"]: r for r in run_simulation(cluster, jobs, pol, cfg).records}
 
 
 def test_shared_pair_times_match_t_con() -> None:

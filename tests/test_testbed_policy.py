@@ -64,7 +64,7 @@ def test_simulated_schedule_follows_the_policy():
 
 @pytest.mark.parametrize(("policy", "params", "why"), [
     ("srtf+consolidated", {}, "preemptive"), ("delay-sched", {}, "preemptive"),
-    ("ada-srsf", {}, "engine"), ("sjf-bsbf", {}, "shares GPUs")])
+    ("ada-srsf", {}, "execution model"), ("sjf-bsbf", {}, "shares GPUs")])
 def test_unsupported_policies_are_refused(policy, params, why):
     with pytest.raises(ConfigError, match=why):
         simulate_schedule(_sc(), workload("queue3"), policy, params, emulated_catalog(0.01))

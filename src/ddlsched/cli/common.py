@@ -48,10 +48,14 @@ def trace_options(f: Any) -> Any:
         click.option("--load-scale", type=float, default=1.0, show_default=True,
                      help="Divide inter-arrival times by this factor (>1 raises the offered load)."),
         click.option("--cluster", "cluster_spec", required=True, help="Cluster preset name or YAML/TOML file."),
-        click.option("--perf-model", default="maxmin", show_default=True, help="Physics model (see 'policies')."),
+        click.option("--perf-model", default=None,
+                     help="Physics model (see 'policies'); default: the execution model's (fluid: maxmin)."),
         click.option("--perf-param", multiple=True, metavar="KEY=VALUE", help="Physics model parameter."),
-        click.option("--restart-penalty", type=float, default=30.0, show_default=True,
-                     help="Seconds lost on every restart after a preemption."),
+        click.option("--model-param", multiple=True, metavar="KEY=VALUE",
+                     help="Execution-model parameter (task DAG: max_task_iters; rounds: max_rounds, switch_frac, "
+                          "switch_s)."),
+        click.option("--restart-penalty", type=float, default=None,
+                     help="Seconds lost on every restart after a preemption (fluid model; default 30)."),
         click.option("--seed", type=int, default=0, show_default=True, help="Seed for every random choice."),
         click.option("--parquet", is_flag=True, help="Write records as Parquet instead of CSV."),
         click.option("--quiet", is_flag=True, help="No progress bar."),
@@ -81,6 +85,7 @@ def run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, jobs:
     from ddlsched.metrics.output import write_run
 
     sim_kw = {"perf_model": kw["perf_model"], "perf_params": parse_kv(kw["perf_param"], "perf-param"),
+              "model_params": parse_kv(kw["model_param"], "model-param"),
               "restart_penalty_s": kw["restart_penalty"], "seed": kw["seed"]}
     show = not kw["quiet"] and err_console.is_terminal
     if show:

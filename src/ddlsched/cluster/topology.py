@@ -18,7 +18,7 @@ Capacities are stored in bytes per second; configuration files speak Gbit/s.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
@@ -219,12 +219,15 @@ class Cluster:
         return {self.server_rack[self.gpu_server[g]] for g in gpus}
 
     # ------------------------------------------------------------------ reference placements
-    def consolidated_gpus(self, n: int, gpu_type: str | None = None) -> list[int] | None:
+    def consolidated_gpus(self, n: int, gpu_type: str | None = None,
+                          types: Collection[str] | None = None) -> list[int] | None:
         """GPUs an isolated job of ``n`` workers would get on an empty cluster: fewest servers,
-        all inside one rack where possible (largest servers first). ``None`` if ``n`` exceeds the cluster
-        (or the GPUs of ``gpu_type``)."""
+        all inside one rack where possible (largest servers first). Only servers of ``gpu_type`` (or of one of
+        ``types``) when given. ``None`` if ``n`` exceeds those GPUs. Depends on the servers' order, never on the
+        order in which GPU types are declared."""
         def ok(s: int) -> bool:
-            return gpu_type is None or self.gpu_type[self.server_gpus[s][0]] == gpu_type
+            t = self.gpu_type[self.server_gpus[s][0]]
+            return (gpu_type is None or t == gpu_type) and (types is None or t in types)
 
         best: list[int] | None = None
         for servers in self.rack_servers:

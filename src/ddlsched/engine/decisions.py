@@ -1,4 +1,14 @@
-"""What a policy may ask the engine to do (ARCHITECTURE.md "policy"). The engine validates every decision."""
+"""The one decision vocabulary: what a policy may ask the engine to do. The execution model validates each one.
+
+* ``Start(job_id, gpus)`` — give a pending job exactly those GPUs (fluid: run it; task DAG: make it resident;
+  rounds: lease them to a gang job). All models.
+* ``Preempt(job_id)`` — take a job's GPUs back and return it to the queue. Fluid, rounds.
+* ``WakeAt(time)`` — call the policy again at ``time`` even if nothing else happens. All models.
+* ``RunTask(job_id, gpu)`` — run the next ready compute task of the job on that idle GPU. Task DAG, rounds.
+* ``Transfer(job_id)`` — admit the job's ready all-reduce onto the network now. Task DAG.
+
+See ``docs/engine.md`` for the execution models.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +19,9 @@ from dataclasses import dataclass
 class Start:
     """Start (or restart) a pending job on exactly ``num_gpus`` GPUs.
 
-    ``share=True`` allows GPUs that already host another job (GPU sharing, ALGORITHMS.md §5), subject to the
-    engine's per-GPU job limit and memory. ``accum_steps`` > 1 runs the job with gradient accumulation
-    (sub-batch = batch / accum_steps, §5.2).
+    ``share=True`` allows GPUs that already host another job (GPU sharing, docs/policies/gpu-sharing.md),
+    subject to the policy's jobs-per-GPU limit and memory. ``accum_steps`` > 1 runs the job with gradient
+    accumulation (sub-batch = batch / accum_steps).
     """
 
     job_id: str
@@ -22,7 +32,7 @@ class Start:
 
 @dataclass(frozen=True, slots=True)
 class Preempt:
-    """Stop a running job, checkpoint it and return it to the queue (restart penalty on its next start)."""
+    """Stop a running job (checkpoint) and return it to the queue; its next start pays the restart penalty."""
 
     job_id: str
 
@@ -34,4 +44,19 @@ class WakeAt:
     time: float
 
 
-Decision = Start | Preempt | WakeAt
+@dataclass(frozen=True, slots=True)
+class RunTask:
+    """Run the next ready compute task of ``job_id`` on GPU ``gpu`` (which must be idle)."""
+
+    job_id: str
+    gpu: int
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """Admit the ready gradient all-reduce of ``job_id`` onto the network now."""
+
+    job_id: str
+
+
+Decision = Start | Preempt | WakeAt | RunTask | Transfer

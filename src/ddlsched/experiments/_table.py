@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ddlsched.cluster.topology import Cluster
-from ddlsched.engine import SimConfig, Simulator
+from ddlsched.engine import SimConfig, run_simulation
 from ddlsched.metrics import summarize
 from ddlsched.policies import make_policy
 from ddlsched.workload.jobspec import JobSpec
@@ -20,11 +20,8 @@ METRICS = ("avg_jct_s", "p99_jct_s", "makespan_s", "avg_queueing_s", "comm_overh
 
 def run_one(cluster: Cluster, jobs: Sequence[JobSpec], policy: str, perf_params: dict[str, Any],
             seed: int) -> dict[str, Any]:
-    pol = make_policy(policy)
-    pol.reset()
-    cfg = SimConfig(perf_model="sharing", perf_params=perf_params, seed=seed, record_timeseries=False,
-                    max_jobs_per_gpu=int(getattr(pol, "max_jobs_per_gpu", 1)))
-    res = Simulator(cluster, jobs, pol, cfg).run()
+    cfg = SimConfig(perf_model="sharing", perf_params=perf_params, seed=seed, record_timeseries=False)
+    res = run_simulation(cluster, jobs, make_policy(policy), cfg)
     s = summarize(res)
     return {"policy": policy, "seed": seed, "jobs": s["jobs"], "unfinished": s["jobs_unfinished"],
             "offered_load": s.get("offered_load"), **{m: s.get(m) for m in METRICS}}

@@ -10,7 +10,7 @@ Setup (reconstructed [I]; the paper's exact traces, cluster and baselines are un
   60-job sample); inter-arrival times rescaled so the offered load is ``load`` =
   Σ n_j·D_j / (Σ_g speed_g × arrival span), where D_j is the stand-alone time on the reference GPU (V100) and
   speed_g the GPU type's default speed;
-* trace → task conversion as in :mod:`ddlsched.engine.hare_tasks` (R_j from the duration on V100, n_j = GPUs);
+* trace → task conversion as in :mod:`ddlsched.engine.rounds` (R_j from the duration, n_j = GPUs);
 * policies: ``hlas`` (online Hare), ``hare-offline``, baselines ``gavel-het``, ``tiresias-het``, ``srtf-het``,
   ablations ``hare-gang``, ``hare-naive-switch``;
 * experiments: (1) main: hetero cluster at load 1.0; (2) gain vs load (0.5, 1.0, 1.5); (3) gain vs heterogeneity
@@ -29,7 +29,7 @@ from typing import Any
 
 from ddlsched.cluster.presets import GPU_TYPES, load_cluster
 from ddlsched.cluster.topology import Cluster, ServerSpec
-from ddlsched.engine.hare_tasks import HareConfig, HareSimulator
+from ddlsched.engine import SimConfig, run_simulation
 from ddlsched.experiments.registry import register_reproduction
 from ddlsched.metrics.summary import summarize
 from ddlsched.policies import make_policy
@@ -78,7 +78,8 @@ def sample_jobs(all_jobs: list[JobSpec], seed: int, n_jobs: int, cluster: Cluste
 
 
 def _run(cluster: Cluster, jobs: list[JobSpec], policy: str, seed: int, catalog: Any) -> dict[str, Any]:
-    res = HareSimulator(cluster, jobs, make_policy(policy), HareConfig(seed=seed), catalog=catalog).run()
+    res = run_simulation(cluster, jobs, make_policy(policy), SimConfig(seed=seed, record_timeseries=False),
+                         catalog=catalog)
     s = summarize(res)
     return {"avg_jct_s": s["avg_jct_s"], "makespan_s": s["makespan_s"], "jobs_completed": s["jobs_completed"],
             "unfinished": len(res.unfinished) + len(res.rejected), "events": res.events}

@@ -34,15 +34,20 @@ class CellParams:
     max_jobs: int | None = None
     load_scale: float = 1.0
     oversubscription: float | None = None
-    perf_model: str = "maxmin"
+    perf_model: str | None = None
     perf_params: dict[str, Any] = field(default_factory=dict)
-    restart_penalty_s: float = 30.0
+    model_params: dict[str, Any] = field(default_factory=dict)
+    restart_penalty_s: float | None = None
+    plugins: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CellParams:
+        d = dict(d)
+        if "plugins" in d:
+            d["plugins"] = tuple(d["plugins"])
         return cls(**d)
 
 
@@ -110,38 +115,24 @@ def load_cluster_for(spec: str, *, seed: int, oversubscription: float | None = N
 
 
 def simulate_run(policy_name: str, policy_params: dict[str, Any], cluster: Any, jobs: list[Any], *,
-                 perf_model: str = "maxmin", perf_params: dict[str, Any] | None = None,
-                 restart_penalty_s: float = 30.0, seed: int = 0,
+                 perf_model: str | None = None, perf_params: dict[str, Any] | None = None,
+                 model_params: dict[str, Any] | None = None, restart_penalty_s: float | None = None,
+                 seed: int = 0, catalog: Any = None, skipped: int = 0,
                  progress: Callable[[float, int, int], None] | None = None) -> Any:
-    """Build the policy and engine config and run; returns the engine's ``SimResult``."""
-    from ddlsched.engine import SimConfig, Simulator
+    """Build the policy and run it through the engine's one entry; returns the ``SimResult``."""
+    from ddlsched.engine import SimConfig, run_simulation
     from ddlsched.policies import make_policy
 
     policy = make_policy(policy_name, policy_params)
-    policy.reset()
-    engine = getattr(policy, "engine", "fluid")
-    if engine == "tasklevel":  # paper-2 policies decide per task: the task-level DAG engine (§3.2-3.6)
-        from ddlsched.engine.tasklevel import simulate_tasklevel
-
-        return simulate_tasklevel(cluster, jobs, policy, seed=seed, **policy.engine_kwargs())
-    if engine == "hare":  # task-level heterogeneous engine with relaxed synchronisation (§6.2-6.3)
-        from ddlsched.engine.hare_tasks import HareConfig, HareSimulator
-
-        return HareSimulator(cluster, jobs, policy, HareConfig(seed=seed)).run()
     config = SimConfig(perf_model=perf_model, perf_params=dict(perf_params or {}),
-                       restart_penalty_s=restart_penalty_s, seed=seed)
-    sharing = int(getattr(policy, "max_jobs_per_gpu", 1))
-    if sharing > 1:  # GPU-sharing policies (§5): allow co-location and model its slowdown
-        config.max_jobs_per_gpu = sharing
-        if config.perf_model != "sharing":
-            config.perf_params = {"network": config.perf_model, "network_params": config.perf_params}
-            config.perf_model = "sharing"
-    return Simulator(cluster, jobs, policy, config, progress=progress).run()
+                       model_params=dict(model_params or {}), restart_penalty_s=restart_penalty_s, seed=seed)
+    return run_simulation(cluster, jobs, policy, config, catalog=catalog, progress=progress, skipped=skipped)
 
 
 def run_cell(params: CellParams | dict[str, Any]) -> CellOutput:
     """Run one cell and return its files; never raises for a failing simulation (the error is returned)."""
     from ddlsched.metrics.output import write_run
+    from ddlsched.policies import load_plugin
 
     p = params if isinstance(params, CellParams) else CellParams.from_dict(params)
     t0 = time.perf_counter()
@@ -150,8 +141,11 @@ def run_cell(params: CellParams | dict[str, Any]) -> CellOutput:
         jobs, notes, label = load_workload(p.trace, seed=p.seed, fmt=p.trace_format, options=p.trace_options,
                                            max_jobs=p.max_jobs, load_scale=p.load_scale)
         cluster = load_cluster_for(p.cluster, seed=p.seed, oversubscription=p.oversubscription)
+        for plugin in p.plugins:
+            load_plugin(plugin)
         result = simulate_run(p.policy, p.policy_params, cluster, jobs, perf_model=p.perf_model,
-                              perf_params=p.perf_params, restart_penalty_s=p.restart_penalty_s, seed=p.seed)
+                              perf_params=p.perf_params, model_params=p.model_params,
+                              restart_penalty_s=p.restart_penalty_s, seed=p.seed)
         with tempfile.TemporaryDirectory(prefix="ddlsched-cell-") as tmp:
             summary = write_run(result, Path(tmp), extra={"trace": label, "load_scale": p.load_scale})
             files = {f.name: f.read_bytes() for f in sorted(Path(tmp).iterdir()) if f.is_file()}

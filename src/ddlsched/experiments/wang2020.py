@@ -18,21 +18,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ddlsched.cluster.presets import wang2020 as wang_cluster
-from ddlsched.engine.tasklevel import simulate_tasklevel
+from ddlsched.engine import SimConfig, run_simulation
 from ddlsched.experiments._tables import plot_bars, plot_lines, stats, write_table
 from ddlsched.experiments.registry import register_reproduction
 from ddlsched.metrics.summary import summarize
-from ddlsched.policies.ada_srsf import TaskLevelPolicy
+from ddlsched.policies.ada_srsf import TaskDagPolicy, task_dag_policy
 from ddlsched.workload.synthetic import philly_mix
 
 KAPPAS = (1, 2, 4, 8, 32)
 COMMS = (("SRSF(1)", "srsf", 1), ("SRSF(2)", "srsf", 2), ("SRSF(3)", "srsf", 3), ("AdaDUAL", "adadual", 1))
 
 
-def avg_jct(seed: int, policy: TaskLevelPolicy, n_jobs: int, scale: int) -> float:
+def avg_jct(seed: int, policy: TaskDagPolicy, n_jobs: int, scale: int) -> float:
     jobs = philly_mix(n_jobs, seed=seed, arrival="uniform", window_s=1.2 * scale,
                       iterations=(scale, 6 * scale)).jobs
-    res = simulate_tasklevel(wang_cluster(seed), jobs, policy, seed=seed, **policy.engine_kwargs())
+    res = run_simulation(wang_cluster(seed), jobs, policy, SimConfig(seed=seed, record_timeseries=False))
     if res.unfinished:
         raise RuntimeError(f"{policy.name}: {len(res.unfinished)} jobs unfinished")
     return float(summarize(res)["avg_jct_s"])
@@ -46,8 +46,8 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
     text = [f"wang2020 reproduction: {n_jobs} jobs, iterations U{{{scale}..{6 * scale}}}, seeds {seeds}; "
             "avg JCT in seconds, mean ± std over seeds\n"]
 
-    def pol(picker: str, kappa: int = 1, comm: str = "adadual", n: int = 1) -> TaskLevelPolicy:
-        return TaskLevelPolicy(order="ssf", picker=picker, kappa=kappa, priority="srsf", comm=comm, n=n)
+    def pol(picker: str, kappa: int = 1, comm: str = "adadual", n: int = 1) -> TaskDagPolicy:
+        return task_dag_policy(order="ssf", picker=picker, kappa=kappa, priority="srsf", comm=comm, n=n)
 
     ff = [avg_jct(s, pol("bp"), n_jobs, scale) for s in seeds]
     rows = [["first-fit", *stats(ff), 1.0, 0.0]]

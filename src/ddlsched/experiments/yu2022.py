@@ -24,12 +24,12 @@ from typing import Any
 
 from ddlsched.cluster.presets import yu2022 as yu_cluster
 from ddlsched.cluster.topology import Cluster
-from ddlsched.engine import SimConfig, Simulator
+from ddlsched.engine import SimConfig, run_simulation
 from ddlsched.experiments._tables import plot_bars, plot_lines, stats, write_table
 from ddlsched.experiments.registry import register_reproduction
 from ddlsched.metrics.summary import summarize
 from ddlsched.perf.sjf_bco import degradation
-from ddlsched.policies.sjf_bco import PlannedPolicy, kappa_classes
+from ddlsched.policies.sjf_bco import kappa_classes, planned_policy
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.profiles import ModelProfile, default_catalog
 from ddlsched.workload.synthetic import philly_sizes
@@ -74,10 +74,10 @@ def run_one(seed: int, algorithm: str, *, horizon: float, num_servers: int = 20,
     cluster = yu_cluster(seed=seed, num_servers=num_servers)
     jobs, profiles, xi2 = workload(seed, cluster, n_jobs)
     params = {"xi1": XI1, "xi2_s": xi2, "alpha": ALPHA}
-    policy = PlannedPolicy(algorithm, kappa=kappa, lam=lam, horizon_s=horizon, **params)
-    res = Simulator(cluster, jobs, policy, SimConfig(perf_model="sjf_bco", perf_params=params, seed=seed,
-                                                     record_timeseries=False),
-                    catalog=default_catalog().with_profiles(profiles)).run()
+    policy = planned_policy(algorithm, kappa=kappa, lam=lam, horizon_s=horizon, **params)
+    res = run_simulation(cluster, jobs, policy, SimConfig(perf_model="sjf_bco", perf_params=params, seed=seed,
+                                                          record_timeseries=False),
+                         catalog=default_catalog().with_profiles(profiles))
     s = summarize(res)
     p = policy.plans[0]
     return {"makespan": s["makespan_s"], "avg_jct": s["avg_jct_s"], "plan_makespan": p.makespan,

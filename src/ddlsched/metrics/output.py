@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ddlsched.engine.fluid import SimResult
+from ddlsched.engine.result import SimResult
 from ddlsched.metrics.summary import summarize
 
 

@@ -1,16 +1,4 @@
-"""Metrics over a run's per-job records (ALGORITHMS.md §1.1, §4.6, §5.6).
-
-| key               | definition                                                                     |
-|-------------------|--------------------------------------------------------------------------------|
-| avg/median/p95/p99_jct_s | JCT = finish − arrival over completed jobs                              |
-| makespan_s        | max finish − min arrival (over completed jobs)                                 |
-| avg_queueing_s    | mean total time spent pending (arrival → first start, plus time after preemptions) |
-| comm_overhead_s   | mean over jobs of (run time − restart penalties − alone-and-consolidated run time) |
-| comm_overhead_pct | Σ overhead / Σ run time × 100                                                  |
-| avg_comm_s        | mean time per job spent communicating (fluid share of each iteration)          |
-| gpu_utilization   | Σ (GPUs × run time) / (cluster GPUs × makespan)                                |
-| offered_load      | Σ (GPUs × ideal run time) / (cluster GPUs × arrival span); > 1 means overload   |
-"""
+"""The summary of one run: every key defined in ``ddlsched.vocabulary.SUMMARY_FIELDS``, computed here only."""
 
 from __future__ import annotations
 
@@ -20,7 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ddlsched.engine.fluid import SimResult
+from ddlsched.engine.result import SimResult
+from ddlsched.errors import SimulationError
+from ddlsched.vocabulary import CAUSES, SUMMARY_FIELDS
 
 
 def _pct(values: np.ndarray, q: float) -> float:
@@ -28,6 +18,7 @@ def _pct(values: np.ndarray, q: float) -> float:
 
 
 def offered_load(records: Sequence[dict[str, Any]], num_gpus: int) -> float:
+    """Σ GPUs × ideal run time ÷ (cluster GPUs × arrival span) over the given records."""
     if not records:
         return math.nan
     arrivals = [r["arrival_s"] for r in records]
@@ -37,45 +28,57 @@ def offered_load(records: Sequence[dict[str, Any]], num_gpus: int) -> float:
 
 
 def summarize(result: SimResult) -> dict[str, Any]:
-    """The summary.json dict of one run (deterministic: no wall-clock figures)."""
+    """The summary.json dict of one run (deterministic: no wall-clock figures). Fails if a job is unaccounted."""
     recs = result.records
-    jct = np.array([r["jct_s"] for r in recs], dtype=float)
-    n_total = len(recs) + len(result.unfinished) + len(result.rejected)
     out: dict[str, Any] = {
         "policy": result.policy,
+        "execution_model": result.execution_model,
         "cluster": result.cluster.name,
         "cluster_gpus": result.cluster.num_gpus,
-        "perf_model": result.config.perf_model,
-        "seed": result.config.seed,
-        "jobs": n_total,
+        "perf_model": result.perf_model,
+        "seed": result.seed,
+        "jobs": result.jobs,
         "jobs_completed": len(recs),
         "jobs_rejected": len(result.rejected),
         "jobs_unfinished": len(result.unfinished),
+        "jobs_skipped": result.skipped,
     }
-    if recs:
-        finish = max(r["finish_s"] for r in recs)
-        start = min(r["arrival_s"] for r in recs)
-        makespan = finish - start
-        run = sum(r["run_s"] for r in recs)
-        overhead = sum(r["comm_overhead_s"] for r in recs)
-        gpu_s = sum(r["num_gpus"] * r["run_s"] for r in recs)
-        out.update({
-            "avg_jct_s": float(jct.mean()),
-            "median_jct_s": _pct(jct, 50),
-            "p95_jct_s": _pct(jct, 95),
-            "p99_jct_s": _pct(jct, 99),
-            "makespan_s": makespan,
-            "avg_queueing_s": float(np.mean([r["queue_s"] for r in recs])),
-            "comm_overhead_s": overhead / len(recs),
-            "comm_overhead_pct": 100.0 * overhead / run if run > 0 else 0.0,
-            "avg_comm_s": float(np.mean([r["comm_s"] for r in recs])),
-            "gpu_utilization": gpu_s / (result.cluster.num_gpus * makespan) if makespan > 0 else math.nan,
-            "offered_load": offered_load(recs, result.cluster.num_gpus),
-            "preemptions": int(sum(r["preemptions"] for r in recs)),
-        })
-    else:
-        for k in ("avg_jct_s", "median_jct_s", "p95_jct_s", "p99_jct_s", "makespan_s", "avg_queueing_s",
-                  "comm_overhead_s", "comm_overhead_pct", "avg_comm_s", "gpu_utilization", "offered_load"):
-            out[k] = math.nan
+    if out["jobs"] != out["jobs_completed"] + out["jobs_rejected"] + out["jobs_unfinished"] + out["jobs_skipped"]:
+        raise SimulationError("job accounting does not close")
+    keys = [k for k in SUMMARY_FIELDS if k not in out]
+    if not recs:
+        out.update({k: math.nan for k in keys})
         out["preemptions"] = 0
+        return out
+    col = {k: np.array([r[k] for r in recs], dtype=float) for k in ("jct_s", "queue_s", "run_s", "comm_s",
+                                                                   "comm_overhead_s", "ideal_run_s", *CAUSES)}
+    jct = col["jct_s"]
+    makespan = max(r["finish_s"] for r in recs) - min(r["arrival_s"] for r in recs)
+    run = float(col["run_s"].sum())
+
+    def share(key: str) -> float:
+        return 100.0 * float(col[key].sum()) / run if run > 0 else 0.0
+
+    ideal = col["ideal_run_s"]
+    slowdown = np.divide(col["run_s"], ideal, out=np.ones_like(ideal), where=ideal > 0)
+    out.update({
+        "avg_jct_s": float(jct.mean()),
+        "median_jct_s": _pct(jct, 50),
+        "p95_jct_s": _pct(jct, 95),
+        "p99_jct_s": _pct(jct, 99),
+        "makespan_s": makespan,
+        "avg_queueing_s": float(col["queue_s"].mean()),
+        "avg_run_s": float(col["run_s"].mean()),
+        "avg_comm_s": float(col["comm_s"].mean()),
+        "comm_overhead_s": float(col["comm_overhead_s"].mean()),
+        "comm_overhead_pct": share("comm_overhead_s"),
+        **{k[:-2] + "_pct": share(k) for k in CAUSES},
+        "median_slowdown": _pct(slowdown, 50),
+        "gpu_utilization": result.busy_gpu_s / (result.cluster.num_gpus * makespan) if makespan > 0 else math.nan,
+        "offered_load": offered_load(recs, result.cluster.num_gpus),
+        "preemptions": int(sum(r["preemptions"] for r in recs)),
+    })
+    missing = set(SUMMARY_FIELDS) - set(out)
+    if missing:  # the vocabulary and this function must agree
+        raise SimulationError(f"summary lacks {sorted(missing)}")
     return out

@@ -85,6 +85,12 @@ class PerfModel(ABC):
         """The job's time with this placement alone in the cluster (no state change)."""
         return type(self)(self.cluster, **self.params()).add(placement)[placement.job_id]
 
+    def alone(self, job_id: str) -> IterationTime:
+        """A placed job's iteration if it ran alone on its placement: no other job on any link or GPU, no gradient
+        accumulation (the reference the engine splits contention and sharing from)."""
+        p = self._placements[job_id]
+        return self.isolated(Placement(p.job_id, p.gpus, p.profile))
+
     def params(self) -> dict[str, Any]:
         """Constructor parameters (so a model can be copied or reported)."""
         return {}

@@ -58,6 +58,27 @@ class MaxMinLinkSharing(PerfModel):
     def params(self) -> dict[str, Any]:
         return {"efficiency": self.efficiency}
 
+    def alone(self, job_id: str) -> IterationTime:
+        rate = self._alone.get(job_id)
+        if rate is None:
+            return IterationTime(self._compute[job_id], 0.0)
+        n = self._placements[job_id].num_gpus
+        grad = self._placements[job_id].profile.grad_bytes
+        return IterationTime(self._compute[job_id],
+                             ring_bytes_per_hop(grad, n) / rate + 2 * (n - 1) * self.cluster.hop_latency_s)
+
+    def isolated(self, placement: Placement) -> IterationTime:
+        """Alone on the network: the ring runs at its tightest link's capacity ÷ the hops it puts there."""
+        compute = compute_time(self.cluster, placement)
+        hops = self.cluster.ring_hops(placement.gpus)
+        if not hops:
+            return IterationTime(compute, 0.0)
+        use: Counter[int] = Counter(lid for hop in hops for lid in hop)
+        rate = min(self._cap[lid] / m for lid, m in use.items())
+        n = placement.num_gpus
+        comm = ring_bytes_per_hop(placement.profile.grad_bytes, n) / rate + 2 * (n - 1) * self.cluster.hop_latency_s
+        return IterationTime(compute, comm)
+
     # ------------------------------------------------------------------ protocol
     def add(self, placement: Placement) -> Mapping[str, IterationTime]:
         jid = placement.job_id

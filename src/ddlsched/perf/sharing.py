@@ -118,6 +118,10 @@ class SharingPerf(PerfModel):
         touched = (set(changed_raw) | set(partners)) - {job_id}
         return {j: self._final(j) for j in sorted(touched)}
 
+    def alone(self, job_id: str) -> IterationTime:
+        raw = self.inner.alone(job_id)
+        return IterationTime(raw.compute_s, self._cfactor[job_id] * raw.comm_s)
+
     def isolated(self, placement: Placement) -> IterationTime:
         raw = self.inner.isolated(placement)
         return IterationTime(accum_slowdown(placement.accum_steps, self.accum_penalty) * raw.compute_s,

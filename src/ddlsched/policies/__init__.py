@@ -1,6 +1,6 @@
-"""Scheduling policies: the interface, baseline parts, and the registry of named policies."""
+"""Scheduling policies: the contract (:class:`Policy`), baseline parts, the papers' families, and the registry."""
 
 from ddlsched.policies.base import Policy
-from ddlsched.policies.registry import list_policies, make_policy, register_policy
+from ddlsched.policies.registry import canonical_name, list_policies, load_plugin, make_policy, register
 
-__all__ = ["Policy", "list_policies", "make_policy", "register_policy"]
+__all__ = ["Policy", "canonical_name", "list_policies", "load_plugin", "make_policy", "register"]

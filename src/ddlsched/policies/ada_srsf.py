@@ -1,43 +1,43 @@
 """LWF-κ placement, SRSF(n) / AdaDUAL communication admission and Ada-SRSF (Wang et al. 2020;
-ALGORITHMS.md §3.3–§3.7). These policies run on the task-level engine (``engine = "tasklevel"``, which the
-CLI honours); their :meth:`TaskLevelPolicy.schedule` is a fluid approximation (below) for direct use with
-the fluid :class:`~ddlsched.engine.Simulator`.
+docs/policies/wang2020.md). These policies run on the task-DAG execution model (``requirements.model =
+"taskdag"``); one pass returns, in order, the placements (``Start``), the admitted transfers (``Transfer``) and the
+compute task to run on every idle GPU that has one ready (``RunTask``).
 
-* **Queue order** (§3.3): ``ssf`` total GPU service (fw+bw)·iters·n ascending; ``sf`` fewest GPUs;
-  ``stf`` (fw+bw)·iters; ``blf`` most GPUs then longest; ``random``; ``fifo`` (ours). Ties: arrival.
+* **Queue order**: ``ssf`` total GPU service (fw+bw)·steps·n ascending; ``sf`` fewest GPUs; ``stf``
+  (fw+bw)·steps; ``blf`` most GPUs then longest; ``random``; ``fifo``. Ties: arrival.
 * **Pickers** among GPUs with enough free memory: ``bp`` first n in index order (first-fit); ``random``;
   ``lwf`` — LWF-κ: a job with n ≤ κ takes the n GPUs of least (load, server); a larger job takes servers in
   ascending mean GPU load and, inside each, its GPUs by load. Load = Σ over resident jobs of their remaining
-  fw + bw + comm time, comm counted as β·M per iteration for multi-server jobs ([I]: the authors' code uses
-  the 1 GbE constant 7.8125 ms/MB; it only changes the ranking).
-* **Compute priority** (§3.4): ``srsf`` remaining GPU service, ``srtf`` remaining compute of one worker,
-  ``sf`` fewest workers.
-* **Communication admission** (§3.5), k = transfers already active on the job's busiest NIC:
-  SRSF(n) admits iff k ≤ n − 1; AdaDUAL admits iff k = 0, or k = 1 and every ongoing transfer c on the
-  job's NICs has remaining(c)/M ≥ 2(β+η)/β (≈ 2.549 with the paper's 10 GbE β, η); never k ≥ 2.
-  (The paper states a strict "<" rejects; equality accepts.)
+  compute and transfer seconds (transfer counted as β·M per step for multi-server jobs).
+* **Compute priority** on an idle GPU: ``srsf`` remaining GPU service, ``srtf`` remaining compute of one worker,
+  ``sf`` fewest workers (ties: arrival).
+* **Communication admission**, k = transfers already active (or admitted earlier in this pass) on the job's
+  busiest NIC: SRSF(n) admits iff k ≤ n − 1; AdaDUAL admits iff k = 0, or k = 1 and every ongoing transfer c on
+  the job's NICs has remaining(c)/M ≥ 2(β+η)/β (≈ 2.549 with the 10 GbE β, η); never k ≥ 2. Equality admits.
+  Multi-server jobs are considered in priority order.
 * **Ada-SRSF** = ssf order + LWF-κ + srsf priority + AdaDUAL.
 
-Fluid approximation (``schedule``): one job per GPU, start pending jobs in the queue order on free GPUs with
-the picker (load = remaining ideal work of the jobs on a GPU, 0 for a free GPU); the admission rule is
-not modelled — contention then comes from the fluid physics (e.g. ``--perf-model abe``).
+β and η are the task-DAG model's physics parameters (``--perf-param beta=… eta=…``), read from the view.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
 
-from ddlsched.engine.decisions import Decision, Start
-from ddlsched.engine.tasklevel import TaskLevelEngine, TJob
-from ddlsched.engine.view import SchedulerView
-from ddlsched.perf.abe import PAPER_BETA_MS_PER_MB, PAPER_ETA_MS_PER_MB
+from pydantic import PositiveInt
+
+from ddlsched.engine.decisions import Decision, RunTask, Start, Transfer
+from ddlsched.engine.model import Requirements
+from ddlsched.engine.taskdag import TaskJobView, TaskView
 from ddlsched.policies.base import Policy
-from ddlsched.policies.registry import register_policy
+from ddlsched.policies.registry import register
 
 ORDERS = ("ssf", "sf", "stf", "blf", "random", "fifo")
 PICKERS = ("bp", "random", "lwf")
 PRIORITIES = ("srsf", "srtf", "sf")
+Order = Literal["ssf", "sf", "stf", "blf", "random", "fifo"]
+Picker = Literal["bp", "random", "lwf"]
 
 
 def adadual_threshold(beta: float, eta: float) -> float:
@@ -45,9 +45,9 @@ def adadual_threshold(beta: float, eta: float) -> float:
     return 2.0 * (beta + eta) / beta
 
 
-def lwf_pick(n: int, kappa: int, feasible: Sequence[int], gpu_load: Sequence[float], gpu_server: Sequence[int],
+def lwf_pick(n: int, kappa: int, feasible: Sequence[int], gpu_load: Any, gpu_server: Sequence[int],
              server_load: dict[int, float]) -> list[int] | None:
-    """LWF-κ over ``feasible`` GPUs (§3.3): spread n ≤ κ by GPU load, else fill least-loaded servers."""
+    """LWF-κ over ``feasible`` GPUs: spread n ≤ κ by GPU load, else fill least-loaded servers."""
     if len(feasible) < n:
         return None
     if n <= kappa:
@@ -63,40 +63,32 @@ def lwf_pick(n: int, kappa: int, feasible: Sequence[int], gpu_load: Sequence[flo
     return None
 
 
-class TaskLevelPolicy(Policy):
-    """One point of the paper-2 design space; see the module docstring."""
+class TaskDagPolicy(Policy):
+    """One point of the Wang 2020 design space (see the module docstring); variants fix some choices."""
 
-    engine = "tasklevel"
-    preemptive = False
+    family = "wang2020"
+    requirements = Requirements(model="taskdag")
+    comm: ClassVar[str] = "adadual"
+    n_way: ClassVar[int] = 1
+    default_picker: ClassVar[str] = "lwf"
 
-    def __init__(self, *, order: str = "ssf", picker: str = "lwf", kappa: int = 4, priority: str = "srsf",
-                 comm: str = "adadual", n: int = 1, beta: float = PAPER_BETA_MS_PER_MB,
-                 eta: float = PAPER_ETA_MS_PER_MB, max_task_iters: int | None = 200, name: str = "") -> None:
-        if order not in ORDERS:
-            raise ValueError(f"order must be one of {ORDERS}")
-        if picker not in PICKERS:
-            raise ValueError(f"picker must be one of {PICKERS}")
-        if priority not in PRIORITIES:
-            raise ValueError(f"priority must be one of {PRIORITIES}")
-        if comm not in ("srsf", "adadual"):
-            raise ValueError("comm must be 'srsf' (SRSF(n)) or 'adadual'")
-        if int(kappa) < 1 or int(n) < 1:
-            raise ValueError("kappa and n must be >= 1")
-        if beta <= 0 or eta < 0:
-            raise ValueError("beta must be > 0 and eta >= 0")
+    def __init__(self, *, order: Order = "ssf", picker: Picker | None = None, kappa: PositiveInt = 4,
+                 priority: Literal["srsf", "srtf", "sf"] = "srsf") -> None:
+        picker = picker or self.default_picker
+        if order not in ORDERS or picker not in PICKERS or priority not in PRIORITIES:
+            raise ValueError(f"order in {ORDERS}, picker in {PICKERS}, priority in {PRIORITIES}")
+        if int(kappa) < 1:
+            raise ValueError("kappa must be >= 1")
         self.order_key, self.picker, self.kappa, self.priority_key = order, picker, int(kappa), priority
-        self.comm, self.n, self.beta, self.eta = comm, int(n), float(beta), float(eta)
-        self.max_task_iters = max_task_iters
-        self.name = name or f"{order}-{picker}{self.kappa if picker == 'lwf' else ''}-{priority}-{comm}{self.n}"
 
-    # ------------------------------------------------------------------ task-level rules
-    def order(self, queue: list[TJob], rng: random.Random) -> list[TJob]:
+    # ---------------------------------------------------------------- rules
+    def order(self, queue: list[TaskJobView], view: TaskView) -> list[TaskJobView]:
         k = self.order_key
         if k == "fifo":
             return sorted(queue, key=lambda j: j.seq)
         if k == "random":
             q = sorted(queue, key=lambda j: j.seq)
-            rng.shuffle(q)
+            view.rng.shuffle(q)
             return q
         keys = {
             "ssf": lambda j: (j.total_service, j.seq),
@@ -106,123 +98,159 @@ class TaskLevelPolicy(Policy):
         }
         return sorted(queue, key=keys[k])
 
-    def pick(self, job: TJob, engine: TaskLevelEngine) -> list[int] | None:
-        c = engine.cluster
-        feasible = [g for g in range(c.num_gpus) if engine.gpu_mem_free(g) + 1e-6 >= job.mem]
-        if len(feasible) < job.n:
-            return None
-        if self.picker == "bp":
-            return feasible[: job.n]
-        if self.picker == "random":
-            return sorted(engine.rng.sample(feasible, job.n))
-        loads = {s: engine.node_load(s) for s in {c.gpu_server[g] for g in feasible}}
-        return lwf_pick(job.n, self.kappa, feasible, engine.gpu_load, c.gpu_server, loads)
-
-    def priority(self, job: TJob) -> float:
+    def priority(self, job: TaskJobView) -> float:
         if self.priority_key == "srsf":
             return job.remaining_service
         if self.priority_key == "srtf":
             return job.remaining_worker
         return float(job.n)
 
-    def admit(self, job: TJob, engine: TaskLevelEngine) -> bool:
-        k = engine.k_max(job)
+    def admit(self, job: TaskJobView, k: int, ongoing: list[tuple[TaskJobView, float]], view: TaskView) -> bool:
+        """Whether to start ``job``'s transfer beside ``ongoing`` (job, MB left) with k on its busiest NIC."""
         if self.comm == "srsf":
-            return k <= self.n - 1
+            return k <= self.n_way - 1
         if k == 0:
             return True
         if k >= 2:
             return False
-        thr = adadual_threshold(self.beta, self.eta)
-        return all(engine.remaining_mb(c) / job.size_mb >= thr for c in engine.ongoing(job))
+        thr = adadual_threshold(view.beta, view.eta)
+        return all(left / job.size_mb >= thr for _, left in ongoing)
 
-    def engine_kwargs(self) -> dict[str, object]:
-        return {"beta": self.beta, "eta": self.eta, "max_task_iters": self.max_task_iters}
-
-    # ------------------------------------------------------------------ fluid approximation
-    def schedule(self, view: SchedulerView) -> Sequence[Decision]:
-        alloc = view.allocation()
-        c = view.cluster
-        load = [0.0] * c.num_gpus
-        for r in view.running:
-            for g in r.gpus:
-                load[g] += r.remaining_ideal_s
-        pending = list(view.pending)
-        keys = {
-            "ssf": lambda j: (j.ideal_run_s * j.num_gpus, j.seq), "sf": lambda j: (j.num_gpus, j.seq),
-            "stf": lambda j: (j.ideal_run_s, j.seq), "blf": lambda j: (-j.num_gpus, -j.ideal_run_s, j.seq),
-            "fifo": lambda j: j.seq, "random": lambda j: j.seq,
-        }
-        pending.sort(key=keys[self.order_key])
-        if self.order_key == "random":
-            view.rng.shuffle(pending)
+    # ---------------------------------------------------------------- the pass
+    def schedule(self, view: TaskView) -> list[Decision]:
         out: list[Decision] = []
-        for job in pending:
-            if job.num_gpus > alloc.num_free:
+        started = self._place(view, out)
+        self._admit(view, out)
+        self._pick(view, started, out)
+        return out
+
+    def _place(self, view: TaskView, out: list[Decision]) -> dict[int, list[TaskJobView]]:
+        c = view.cluster
+        queue = view.queue
+        started: dict[int, list[TaskJobView]] = {}
+        if not queue:
+            return started
+        mem = [view.gpu_mem_free(g) for g in range(c.num_gpus)]
+        load = [view.gpu_load(g) for g in range(c.num_gpus)]
+        for job in self.order(queue, view):
+            feasible = [g for g in range(c.num_gpus) if mem[g] + 1e-6 >= job.mem]
+            if len(feasible) < job.n:
                 continue
-            feasible = alloc.all_free_gpus()
             if self.picker == "bp":
-                gpus: list[int] | None = feasible[: job.num_gpus]
+                gpus: list[int] | None = feasible[: job.n]
             elif self.picker == "random":
-                gpus = sorted(view.rng.sample(feasible, job.num_gpus))
+                gpus = sorted(view.rng.sample(feasible, job.n))
             else:
                 sload = {s: sum(load[g] for g in c.server_gpus[s]) / len(c.server_gpus[s])
                          for s in {c.gpu_server[g] for g in feasible}}
-                gpus = lwf_pick(job.num_gpus, self.kappa, feasible, load, c.gpu_server, sload)
+                gpus = lwf_pick(job.n, self.kappa, feasible, load, c.gpu_server, sload)
             if gpus is None:
                 continue
-            alloc.take(gpus)
+            multi = len(c.servers_of(gpus)) > 1
+            per_step = job.fw + job.bw + (view.beta * job.size_mb / 1000.0 if multi else 0.0)
             for g in gpus:
-                load[g] += job.remaining_ideal_s
+                mem[g] -= job.mem
+                load[g] += per_step * job.steps
+                started.setdefault(g, []).append(job)
             out.append(Start(job.job_id, tuple(gpus)))
-        return out
+        return started
+
+    def _admit(self, view: TaskView, out: list[Decision]) -> None:
+        ready = view.comm_ready
+        if not ready:
+            return
+        c = view.cluster
+        on_nic: dict[int, list[tuple[TaskJobView, float]]] = {}
+        for s in range(c.num_servers):
+            on_nic[s] = [(t, t.remaining_mb()) for t in view.transfers_on(s)]
+        for job in sorted(ready, key=lambda j: (self.priority(j), j.seq)):
+            k = max(len(on_nic[s]) for s in job.nodes)
+            seen: dict[str, tuple[TaskJobView, float]] = {}
+            for s in job.nodes:
+                for t, left in on_nic[s]:
+                    seen[t.job_id] = (t, left)
+            ongoing = sorted(seen.values(), key=lambda x: x[0].seq)
+            if self.admit(job, k, ongoing, view):
+                out.append(Transfer(job.job_id))
+                for s in job.nodes:
+                    on_nic[s].append((job, job.size_mb))
+
+    def _pick(self, view: TaskView, started: dict[int, list[TaskJobView]], out: list[Decision]) -> None:
+        for g in view.idle_gpus():
+            best: TaskJobView | None = None
+            best_key: tuple[float, int] | None = None
+            for job in view.resident(g):
+                if job.ready_task_on(g):
+                    key = (self.priority(job), job.seq)
+                    if best_key is None or key < best_key:
+                        best, best_key = job, key
+            for job in started.get(g, ()):
+                key = (self.priority(job), job.seq)  # a new job's forward task is ready on each of its GPUs
+                if best_key is None or key < best_key:
+                    best, best_key = job, key
+            if best is not None:
+                out.append(RunTask(best.job_id, g))
 
 
-_FAMILY = "wang2020"
+@register
+class LwfKappa(TaskDagPolicy):
+    name = "lwf-kappa"
+    description = "Wang 2020 LWF-κ placement (ssf order, srsf priority, AdaDUAL); param kappa"
 
 
-@register_policy("lwf-kappa", "Wang 2020 LWF-κ placement (ssf order, srsf priority, AdaDUAL); param kappa",
-                 family=_FAMILY)
-def lwf_kappa(kappa: int = 4, order: str = "ssf", priority: str = "srsf", comm: str = "adadual", n: int = 1,
-              beta: float = PAPER_BETA_MS_PER_MB, eta: float = PAPER_ETA_MS_PER_MB,
-              max_task_iters: int | None = 200) -> TaskLevelPolicy:
-    return TaskLevelPolicy(order=order, picker="lwf", kappa=kappa, priority=priority, comm=comm, n=n, beta=beta,
-                           eta=eta, max_task_iters=max_task_iters, name=f"lwf-kappa{int(kappa)}")
+@register
+class WangFirstFit(TaskDagPolicy):
+    name = "wang-first-fit"
+    description = "Wang 2020 first-fit ('bp') placement baseline (ssf, srsf, AdaDUAL)"
+    default_picker = "bp"
 
 
-@register_policy("wang-first-fit", "Wang 2020 first-fit ('bp') placement baseline (ssf, srsf, AdaDUAL)",
-                 family=_FAMILY)
-def wang_first_fit(order: str = "ssf", priority: str = "srsf", comm: str = "adadual", n: int = 1,
-                   beta: float = PAPER_BETA_MS_PER_MB, eta: float = PAPER_ETA_MS_PER_MB,
-                   max_task_iters: int | None = 200) -> TaskLevelPolicy:
-    return TaskLevelPolicy(order=order, picker="bp", priority=priority, comm=comm, n=n, beta=beta, eta=eta,
-                           max_task_iters=max_task_iters, name="wang-first-fit")
+class _Srsf(TaskDagPolicy):
+    comm = "srsf"
+    default_picker = "bp"
 
 
-def _srsf(n: int) -> None:
-    @register_policy(f"srsf{n}", f"Wang 2020 SRSF({n}): start a transfer only if its NICs carry ≤ {n - 1} "
-                     "(ssf order, srsf priority; param picker=bp|lwf|random)", family=_FAMILY)
-    def factory(picker: str = "bp", kappa: int = 4, order: str = "ssf", beta: float = PAPER_BETA_MS_PER_MB,
-                eta: float = PAPER_ETA_MS_PER_MB, max_task_iters: int | None = 200) -> TaskLevelPolicy:
-        return TaskLevelPolicy(order=order, picker=picker, kappa=kappa, priority="srsf", comm="srsf", n=n,
-                               beta=beta, eta=eta, max_task_iters=max_task_iters, name=f"srsf{n}")
+@register
+class Srsf1(_Srsf):
+    name = "srsf1"
+    description = "Wang 2020 SRSF(1): start a transfer only if its NICs carry none (ssf, srsf; param picker)"
+    n_way = 1
 
 
-for _n in (1, 2, 3):
-    _srsf(_n)
+@register
+class Srsf2(_Srsf):
+    name = "srsf2"
+    description = "Wang 2020 SRSF(2): start a transfer only if its NICs carry ≤ 1 (ssf, srsf; param picker)"
+    n_way = 2
 
 
-@register_policy("adadual", "Wang 2020 AdaDUAL admission: 2-way only beside a transfer ≥ 2(β+η)/β× larger "
-                 "(ssf order, srsf priority; param picker=bp|lwf|random)", family=_FAMILY)
-def adadual(picker: str = "bp", kappa: int = 4, order: str = "ssf", beta: float = PAPER_BETA_MS_PER_MB,
-            eta: float = PAPER_ETA_MS_PER_MB, max_task_iters: int | None = 200) -> TaskLevelPolicy:
-    return TaskLevelPolicy(order=order, picker=picker, kappa=kappa, priority="srsf", comm="adadual", beta=beta,
-                           eta=eta, max_task_iters=max_task_iters, name="adadual")
+@register
+class Srsf3(_Srsf):
+    name = "srsf3"
+    description = "Wang 2020 SRSF(3): start a transfer only if its NICs carry ≤ 2 (ssf, srsf; param picker)"
+    n_way = 3
 
 
-@register_policy("ada-srsf", "Wang 2020 Ada-SRSF: ssf order + LWF-κ + srsf compute priority + AdaDUAL",
-                 family=_FAMILY)
-def ada_srsf(kappa: int = 4, beta: float = PAPER_BETA_MS_PER_MB, eta: float = PAPER_ETA_MS_PER_MB,
-             max_task_iters: int | None = 200) -> TaskLevelPolicy:
-    return TaskLevelPolicy(order="ssf", picker="lwf", kappa=kappa, priority="srsf", comm="adadual", beta=beta,
-                           eta=eta, max_task_iters=max_task_iters, name="ada-srsf")
+@register
+class AdaDual(TaskDagPolicy):
+    name = "adadual"
+    description = "Wang 2020 AdaDUAL admission: 2-way only beside a transfer ≥ 2(β+η)/β× larger (param picker)"
+    default_picker = "bp"
+
+
+@register
+class AdaSrsf(TaskDagPolicy):
+    name = "ada-srsf"
+    description = "Wang 2020 Ada-SRSF: ssf order + LWF-κ + srsf compute priority + AdaDUAL"
+
+
+def task_dag_policy(*, picker: str, comm: str, n: int = 1, **kw: Any) -> TaskDagPolicy:
+    """A policy of the design space by its parts (used by the wang2020 reproduction)."""
+    cls: type[TaskDagPolicy]
+    if comm == "adadual":
+        cls = AdaDual
+    else:
+        cls = {1: Srsf1, 2: Srsf2, 3: Srsf3}[n]
+    p = cls(picker=picker, **kw)  # type: ignore[arg-type]
+    p.name = f"{kw.get('order', 'ssf')}-{picker}{p.kappa if picker == 'lwf' else ''}-{comm}{n}"
+    return p

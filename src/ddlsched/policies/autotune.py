@@ -18,15 +18,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from ddlsched.engine.state import JobView
+from ddlsched.engine.jobview import JobView
 from ddlsched.engine.view import SchedulerView
 from ddlsched.policies.sensitivity import HIGH, LOW, MEDIUM
 from ddlsched.workload.jobspec import JobSpec
 
-if TYPE_CHECKING:
-    from ddlsched.policies.delay import DelayScheduling
+
+class DelayScheduling(Protocol):
+    """What a tuner needs of the delay-scheduling policy it tunes (no import of the policy module)."""
+
+    timers: dict[str, float]
+
+    def replay_copy(self, *, timer_high: float, timer_medium: float) -> Any: ...
 
 
 class AnalyticTuner:
@@ -145,18 +150,17 @@ class SearchTuner:
                 point: tuple[float, float]) -> float:
         from dataclasses import replace
 
-        from ddlsched.engine.fluid import SimConfig, Simulator
-        from ddlsched.workload.profiles import default_catalog
+        from ddlsched.engine.run import SimConfig, default_catalog, run_simulation
 
         self.replays += 1
         t0 = min(s.arrival_s for s in jobs)
         specs = [replace(s, arrival_s=s.arrival_s - t0) for s in jobs]
-        perf = view._perf  # the run's physics: same model class and parameters for the replay
-        cfg = SimConfig(perf_model=type(perf).name, perf_params=perf.params(), restart_penalty_s=view.restart_penalty_s,
+        name, params = view.physics  # the run's physics: same model and parameters for the replay
+        cfg = SimConfig(perf_model=name, perf_params=params, restart_penalty_s=view.restart_penalty_s,
                         record_timeseries=False)
         sub = policy.replay_copy(timer_high=point[0], timer_medium=point[1])
         catalog = default_catalog().with_profiles(profiles.values())
-        res = Simulator(view.cluster, specs, sub, cfg, catalog=catalog).run()
+        res = run_simulation(view.cluster, specs, sub, cfg, catalog=catalog)
         if not res.records:
             return math.inf
         if self.objective == "makespan":

@@ -1,26 +1,32 @@
-"""The policy interface (ARCHITECTURE.md "policy"): read a :class:`SchedulerView`, return decisions."""
+"""The policy contract: read the execution model's view, return decisions (``ddlsched.engine.decisions``).
+
+Every policy subclasses :class:`Policy`, declares what it needs in ``requirements`` (execution model, preemptive,
+jobs per GPU; never probed), and registers once with :func:`ddlsched.policies.registry.register`. Its
+constructor's typed parameters are its ``--policy-param``s: they are validated (type, range, finite) before the
+run. See ``docs/adding-a-policy.md``.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ddlsched.engine.decisions import Decision
-from ddlsched.engine.view import SchedulerView
+from ddlsched.engine.model import Requirements
 
 
 class Policy(ABC):
-    """A scheduling policy. ``preemptive`` policies are consulted on every event (they may evict);
-    others only when a job could be placed. ``reset`` is called before each run."""
+    """A scheduling policy. ``reset`` is called before each run; ``schedule`` once per engine pass."""
 
     name: str = ""
     description: ClassVar[str] = ""
-    preemptive: bool = False
+    family: ClassVar[str] = ""
+    requirements: Requirements = Requirements()
 
     def reset(self) -> None:  # noqa: B027 - optional hook
         """Forget state kept from a previous run."""
 
     @abstractmethod
-    def schedule(self, view: SchedulerView) -> Sequence[Decision]:
-        """Decide what to start, preempt, or when to be called again."""
+    def schedule(self, view: Any) -> Sequence[Decision]:
+        """Decide what to start, preempt, run or admit, or when to be called again."""

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ddlsched.engine.decisions import Decision, Preempt, Start, WakeAt
-from ddlsched.engine.state import JobView
+from ddlsched.engine.jobview import JobView
+from ddlsched.engine.model import Requirements
 from ddlsched.engine.view import SchedulerView
 from ddlsched.policies.base import Policy
 from ddlsched.policies.ordering import Ordering
@@ -30,7 +31,7 @@ class OrderedPolicy(Policy):
         self.ordering = ordering
         self.placement = placement
         self.backfill = backfill
-        self.preemptive = ordering.preemptive
+        self.requirements = Requirements(preemptive=ordering.preemptive)
         self.name = name or f"{ordering.name}+{placement.name}"
 
     def reset(self) -> None:
@@ -41,7 +42,7 @@ class OrderedPolicy(Policy):
         return True
 
     def schedule(self, view: SchedulerView) -> Sequence[Decision]:
-        if self.preemptive:
+        if self.requirements.preemptive:
             return self._preemptive(view)
         return self._non_preemptive(view)
 

@@ -26,10 +26,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat
 
 from ddlsched.engine.decisions import Decision, Preempt, Start, WakeAt
-from ddlsched.engine.state import JobStatus, JobView
+from ddlsched.engine.jobview import JobView
+from ddlsched.engine.model import Requirements
+from ddlsched.engine.state import JobStatus
 from ddlsched.engine.view import SchedulerView
 from ddlsched.policies.autotune import ALIASES, TUNERS
 from ddlsched.policies.base import Policy
@@ -37,7 +41,7 @@ from ddlsched.policies.baselines import OrderedPolicy
 from ddlsched.policies.locality import L1, L2, best_level, placement_level, tightest
 from ddlsched.policies.ordering import Tiresias
 from ddlsched.policies.placement import FirstFit, PlacementStrategy
-from ddlsched.policies.registry import register_policy
+from ddlsched.policies.registry import register
 from ddlsched.policies.sensitivity import HIGH, LOW, MEDIUM, Sensitivity
 
 _TOL = 1e-6
@@ -55,12 +59,17 @@ def _order_key(order: str, job: JobView) -> Any:
 class DelayScheduling(Policy):
     """Delay scheduling + network-sensitive preemption + optional timer auto-tuning (module docstring)."""
 
-    description = "network-sensitive delay scheduling for consolidation (§4.3-4.5)"
+    name = "delay-sched"
+    description = "network-sensitive delay scheduling for consolidation"
+    family = "network-sensitive"
+    default_autotune: str | None = None
 
-    def __init__(self, *, order: str = "fifo", high: float = 0.5, medium: float = 0.1, timer_high: float = 1800.0,
-                 timer_medium: float = 300.0, timer_low: float = 0.0, preemption: bool = True,
-                 preempt_wait: float | None = None, max_preemptions: int = 3, autotune: str | None = None,
-                 tuner_params: dict[str, Any] | None = None, name: str = "delay-sched") -> None:
+    def __init__(self, *, order: Literal["fifo", "sjf", "las"] = "fifo", high: NonNegativeFloat = 0.5,
+                 medium: NonNegativeFloat = 0.1, timer_high: NonNegativeFloat = 1800.0,
+                 timer_medium: NonNegativeFloat = 300.0, timer_low: NonNegativeFloat = 0.0, preemption: bool = True,
+                 preempt_wait: NonNegativeFloat | None = None, max_preemptions: NonNegativeInt = 3,
+                 autotune: Literal["search", "feedback", "analytic", "A", "B", "C"] | None = None,
+                 tuner_params: dict[str, Any] | None = None) -> None:
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}")
         if min(timer_high, timer_medium, timer_low) < 0 or max_preemptions < 0:
@@ -70,15 +79,15 @@ class DelayScheduling(Policy):
         self.initial_timers = {HIGH: float(timer_high), MEDIUM: float(timer_medium), LOW: float(timer_low)}
         self.timers = dict(self.initial_timers)
         self.preemption = bool(preemption)
-        self.preemptive = self.preemption
+        self.requirements = Requirements(preemptive=self.preemption)
         self.preempt_wait = preempt_wait
         self.max_preemptions = max_preemptions
+        autotune = autotune if autotune is not None else self.default_autotune
         self.autotune = ALIASES.get(autotune, autotune) if autotune else None
         if self.autotune is not None and self.autotune not in TUNERS:
             raise ValueError(f"autotune must be one of {sorted(TUNERS)} (or A/B/C)")
         self.tuner_params = dict(tuner_params or {})
         self.tuner = TUNERS[self.autotune](**self.tuner_params) if self.autotune else None
-        self.name = name
         self._kw = {"order": order, "high": high, "medium": medium, "timer_low": timer_low,
                     "preemption": preemption, "preempt_wait": preempt_wait, "max_preemptions": max_preemptions}
 
@@ -90,8 +99,10 @@ class DelayScheduling(Policy):
 
     def replay_copy(self, *, timer_high: float, timer_medium: float) -> DelayScheduling:
         """An un-tuned copy with the given class timers (used by the search tuner's replays)."""
-        return DelayScheduling(timer_high=timer_high, timer_medium=timer_medium, name=f"{self.name}-replay",
-                               **self._kw)
+        copy = DelayScheduling(timer_high=timer_high, timer_medium=timer_medium, autotune=None, **self._kw)
+        copy.default_autotune = None
+        copy.name = f"{self.name}-replay"
+        return copy
 
     # ------------------------------------------------------------------ helpers
     def timer(self, job: JobView, view: SchedulerView) -> tuple[str, float, float]:
@@ -223,9 +234,11 @@ class StrictConsolidation(DelayScheduling):
 
     description = "strict consolidation: wait for the tightest placement (FIFO, backfill)"
 
-    def __init__(self, order: str = "fifo", name: str = "strict-consolidation") -> None:
+    name = "strict-consolidation"
+
+    def __init__(self, order: Literal["fifo", "sjf", "las"] = "fifo") -> None:
         super().__init__(order=order, timer_high=math.inf, timer_medium=math.inf, timer_low=math.inf,
-                         preemption=False, name=name)
+                         preemption=False)
 
 
 class ConditionalConsolidation(PlacementStrategy):
@@ -252,10 +265,9 @@ class GandivaPack(Policy):
     that already run jobs of the same size first (Gandiva's affinity), best fit (fewest free GPUs) first,
     spilling over other servers as needed. Gandiva's time-slicing and migration are not modelled."""
 
+    name = "gandiva-pack"
     description = "Gandiva-like affinity packing: same-size jobs on the same servers, no waiting"
-
-    def __init__(self, name: str = "gandiva-pack") -> None:
-        self.name = name
+    family = "network-sensitive"
 
     def schedule(self, view: SchedulerView) -> Sequence[Decision]:
         cluster = view.cluster
@@ -284,33 +296,38 @@ class GandivaPack(Policy):
         return out
 
 
-@register_policy("delay-sched", "network-sensitive delay scheduling + preemption, fixed class timers (§4.3-4.4)",
-                 family="network-sensitive")
-def delay_sched(**kw: Any) -> Policy:
-    return DelayScheduling(**kw)
+@register
+class DelaySched(DelayScheduling):
+    name = "delay-sched"
+    description = "network-sensitive delay scheduling + preemption, fixed class timers"
 
 
-@register_policy("delay-sched-autotune", "delay scheduling with auto-tuned timers (autotune=search|feedback|"
-                 "analytic; §4.5)", family="network-sensitive")
-def delay_sched_autotune(autotune: str = "search", **kw: Any) -> Policy:
-    return DelayScheduling(autotune=autotune, name=kw.pop("name", "delay-sched-autotune"), **kw)
+@register
+class DelaySchedAutotune(DelayScheduling):
+    name = "delay-sched-autotune"
+    description = "delay scheduling with auto-tuned timers (autotune=search|feedback|analytic)"
+    default_autotune = "search"
 
 
-@register_policy("strict-consolidation", "always wait for the tightest placement (YARN-CS; §4.7)",
-                 family="network-sensitive")
-def strict_consolidation(order: str = "fifo") -> Policy:
-    return StrictConsolidation(order=order)
+@register
+class StrictConsolidationPolicy(StrictConsolidation):
+    name = "strict-consolidation"
+    description = "always wait for the tightest placement (YARN-CS style; FIFO with backfill)"
 
 
-@register_policy("tiresias-cc", "Tiresias LAS with conditional consolidation of sensitive jobs (§4.7)",
-                 family="network-sensitive")
-def tiresias_cc(thresholds: Sequence[float] = (3600.0,), service: str = "gpu_time", high: float = 0.5,
-                medium: float = 0.1) -> Policy:
-    return OrderedPolicy(Tiresias(thresholds, service), ConditionalConsolidation(high, medium), backfill=True,
+@register
+class TiresiasCC(OrderedPolicy):
+    """Tiresias 2D-LAS with conditional consolidation of network-sensitive jobs."""
+
+    name = "tiresias-cc"
+    description = "Tiresias LAS with conditional consolidation of sensitive jobs"
+    family = "network-sensitive"
+
+    def __init__(self, thresholds: Sequence[PositiveFloat] = (3600.0,),
+                 service: Literal["gpu_time", "time"] = "gpu_time", high: NonNegativeFloat = 0.5,
+                 medium: NonNegativeFloat = 0.1) -> None:
+        super().__init__(Tiresias(thresholds, service), ConditionalConsolidation(high, medium), backfill=True,
                          name="tiresias-cc")
 
 
-@register_policy("gandiva-pack", "Gandiva-like affinity packing, no consolidation wait (§4.7)",
-                 family="network-sensitive")
-def gandiva_pack() -> Policy:
-    return GandivaPack()
+register(GandivaPack)

@@ -39,11 +39,17 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_right, insort
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
-from ddlsched.engine.hare_tasks import HareView, HareWake, Lease, Revoke, RunTask, TaskJob
+from pydantic import NonNegativeFloat, PositiveFloat
+
+from ddlsched.engine.decisions import Preempt, RunTask, Start, WakeAt
+from ddlsched.engine.model import Requirements
+from ddlsched.engine.rounds import RoundJobView as TaskJob
+from ddlsched.engine.rounds import RoundsView as HareView
 from ddlsched.errors import ConfigError
-from ddlsched.policies.registry import register_policy
+from ddlsched.policies.base import Policy
+from ddlsched.policies.registry import register
 
 
 def _rel_speed(job: TaskJob, gtype: str) -> float:
@@ -52,21 +58,22 @@ def _rel_speed(job: TaskJob, gtype: str) -> float:
     return round(inv[gtype] / (sum(inv.values()) / len(inv)), 6)
 
 
-class _TaskPolicy:
+def _rounds(switch_s: float | None, gang: bool = False) -> Requirements:
+    """Rounds execution model; a policy-level ``switch_s`` sets the model's switching cost (ablations)."""
+    return Requirements(model="rounds", preemptive=True, gang=gang,
+                        model_params={} if switch_s is None else {"switch_s": float(switch_s)})
+
+
+class _TaskPolicy(Policy):
     """Relaxed-sync list scheduling with the heterogeneity guard; subclasses give the candidate order."""
 
-    engine = "hare"
+    family = "chen2024"
+    requirements = _rounds(None)
     gang = False
-    preemptive = True
-    name = "hare-task"
-    description = ""
 
-    def __init__(self, guard: bool = True, switch_s: float | None = None) -> None:
+    def __init__(self, guard: bool = True, switch_s: NonNegativeFloat | None = None) -> None:
         self.guard = bool(guard)
-        self.switch_s = switch_s
-
-    def reset(self) -> None:
-        pass
+        self.requirements = _rounds(switch_s, gang=self.gang)
 
     # ------------------------------------------------------------ ordering hooks
     def candidates(self, view: HareView, jobs: list[TaskJob], g: int) -> list[TaskJob]:
@@ -150,12 +157,14 @@ class _TaskPolicy:
         return False
 
 
+@register
 class HareOffline(_TaskPolicy):
     """§6.4 offline heuristic: Smith's rule on heterogeneity-normalised size + guarded EFT list scheduling."""
 
     name = "hare-offline"
+    description = "Hare offline heuristic: Smith's rule on hetero-normalised size, guarded EFT task dispatch"
 
-    def __init__(self, guard: bool = True, remaining: bool = False, switch_s: float | None = None) -> None:
+    def __init__(self, guard: bool = True, remaining: bool = False, switch_s: NonNegativeFloat | None = None) -> None:
         super().__init__(guard, switch_s)
         self.remaining = bool(remaining)
 
@@ -172,13 +181,16 @@ class HareOffline(_TaskPolicy):
         return [j for j in self._order if j.job_id in live]
 
 
+@register
 class Hlas(_TaskPolicy):
     """§6.5 online HLAS: discretised heterogeneity-normalised LAS, starvation guard, heterogeneity tie-break."""
 
     name = "hlas"
+    description = "Hare online HLAS: hetero-normalised LAS queues, starvation guard, hetero tie-break, relaxed sync"
 
-    def __init__(self, thresholds: Sequence[float] = (3600.0, 36000.0), starvation_factor: float = 2.0,
-                 tie_break: str = "hetero", guard: bool = True, switch_s: float | None = None) -> None:
+    def __init__(self, thresholds: Sequence[PositiveFloat] = (3600.0, 36000.0),
+                 starvation_factor: NonNegativeFloat = 2.0, tie_break: Literal["hetero", "fifo"] = "hetero",
+                 guard: bool = True, switch_s: NonNegativeFloat | None = None) -> None:
         super().__init__(guard, switch_s)
         self.thresholds = sorted(float(x) for x in thresholds)
         if tie_break not in ("hetero", "fifo"):
@@ -203,10 +215,26 @@ class Hlas(_TaskPolicy):
         return sorted(jobs, key=lambda j: (q[j.job_id], -_rel_speed(j, k), j.seq))
 
 
+@register
+class HareNaiveSwitch(Hlas):
+    """Ablation: HLAS with a naive runtime's task-switching cost (3 s per switch by default)."""
+
+    name = "hare-naive-switch"
+    description = "Ablation: HLAS with a naive runtime's task-switching cost (switch_s=3 s)"
+
+    def __init__(self, thresholds: Sequence[PositiveFloat] = (3600.0, 36000.0),
+                 starvation_factor: NonNegativeFloat = 2.0, tie_break: Literal["hetero", "fifo"] = "hetero",
+                 guard: bool = True, switch_s: NonNegativeFloat | None = 3.0) -> None:
+        super().__init__(thresholds, starvation_factor, tie_break, guard, switch_s)
+
+
+@register
 class HareGang(Hlas):
     """Ablation: HLAS order, but a round needs n_j simultaneously idle GPUs (no relaxed sync)."""
 
     name = "hare-gang"
+    description = "Ablation: HLAS order with gang rounds (no relaxed sync)"
+    gang = True
 
     def schedule(self, view: HareView) -> list[Any]:
         idle = set(view.idle_gpus())
@@ -225,19 +253,16 @@ class HareGang(Hlas):
 
 
 # ------------------------------------------------------------------ gang lease baselines
-class _GangLease:
-    engine = "hare"
-    gang = True
-    preemptive = True
-    name = "gang"
-    description = ""
+class _GangLease(Policy):
+    family = "chen2024"
+    requirements = _rounds(None, gang=True)
     hetero_aware = False
 
-    def __init__(self, tick_s: float = 60.0, switch_s: float | None = None) -> None:
+    def __init__(self, tick_s: PositiveFloat = 60.0, switch_s: NonNegativeFloat | None = None) -> None:
         if tick_s <= 0:
             raise ConfigError("must be > 0", field="tick_s")
         self.tick_s = float(tick_s)
-        self.switch_s = switch_s
+        self.requirements = _rounds(switch_s, gang=True)
         self._next = 0.0
 
     def reset(self) -> None:
@@ -257,7 +282,7 @@ class _GangLease:
         order = sorted(jobs, key=lambda j: (self.key(view, j), j.seq))
         G = view.cluster.num_gpus
         # GPUs usable for the plan: not running a task of a job that will lose its lease (still busy)
-        busy_other = {g for g in range(G) if view._sim.gpu_job[g] is not None}
+        busy_other = {g for g in range(G) if view.running_on(g) is not None}
         free = set(range(G))
         keep: dict[str, tuple[int, ...]] = {}
         new: dict[str, tuple[int, ...]] = {}
@@ -268,16 +293,16 @@ class _GangLease:
                 keep[j.job_id] = j.lease
                 free.difference_update(j.lease)
                 continue
-            avail = sorted(g for g in free if g not in busy_other or view._sim.gpu_job[g] == j.job_id)
+            avail = sorted(g for g in free if g not in busy_other or view.running_on(g) == j.job_id)
             pick = self.place(view, j, avail)
             if pick is None:
                 free.difference_update(avail[: j.n])  # reserve (no backfill past a blocked higher-priority job)
                 continue
             new[j.job_id] = pick
             free.difference_update(pick)
-        out: list[Any] = [Revoke(j.job_id) for j in jobs if j.lease is not None and j.job_id not in keep]
-        out.extend(Lease(jid, gpus) for jid, gpus in new.items())
-        out.append(HareWake(self._next))
+        out: list[Any] = [Preempt(j.job_id) for j in jobs if j.lease is not None and j.job_id not in keep]
+        out.extend(Start(jid, gpus) for jid, gpus in new.items())
+        out.append(WakeAt(self._next))
         return out
 
     def place(self, view: HareView, j: TaskJob, avail: list[int]) -> tuple[int, ...] | None:
@@ -295,26 +320,30 @@ class _GangLease:
         return tuple(sorted(avail, key=lambda g: (view.task_time(j, g), g))[: j.n])
 
 
+@register
 class GavelHet(_GangLease):
     """Gavel-style heterogeneity-aware gang LAS (§6.6) [I]."""
 
     name = "gavel-het"
+    description = "Gavel-style heterogeneity-aware gang LAS, 360 s rounds"
     hetero_aware = True
 
-    def __init__(self, tick_s: float = 360.0, switch_s: float | None = None) -> None:
+    def __init__(self, tick_s: PositiveFloat = 360.0, switch_s: NonNegativeFloat | None = None) -> None:
         super().__init__(tick_s, switch_s)
 
     def key(self, view: HareView, j: TaskJob) -> Any:
         return j.attained_ref_s
 
 
+@register
 class TiresiasHet(_GangLease):
     """Tiresias 2D-LAS, gang, heterogeneity-unaware (§6.6) [I]."""
 
     name = "tiresias-het"
+    description = "Tiresias 2D-LAS gang, heterogeneity-unaware"
 
-    def __init__(self, thresholds: Sequence[float] = (3600.0,), starvation_factor: float = 2.0,
-                 tick_s: float = 60.0, switch_s: float | None = None) -> None:
+    def __init__(self, thresholds: Sequence[PositiveFloat] = (3600.0,), starvation_factor: NonNegativeFloat = 2.0,
+                 tick_s: PositiveFloat = 60.0, switch_s: NonNegativeFloat | None = None) -> None:
         super().__init__(tick_s, switch_s)
         self.thresholds = sorted(float(x) for x in thresholds)
         self.starvation_factor = float(starvation_factor)
@@ -326,34 +355,12 @@ class TiresiasHet(_GangLease):
         return bisect_right(self.thresholds, j.gpu_busy_s)
 
 
+@register
 class SrtfHet(_GangLease):
     """Clairvoyant SRTF on remaining reference time, gang, heterogeneity-unaware (§6.6) [I]."""
 
     name = "srtf-het"
+    description = "SRTF gang (clairvoyant), heterogeneity-unaware"
 
     def key(self, view: HareView, j: TaskJob) -> Any:
         return j.remaining_ref_s
-
-
-def _reg(name: str, desc: str, cls: type, **fixed: Any) -> None:
-    def factory(**params: Any) -> Any:
-        p = cls(**{**fixed, **params})
-        p.name = name
-        p.description = desc
-        return p
-    import inspect
-
-    factory.__signature__ = inspect.signature(cls)  # type: ignore[attr-defined]
-    register_policy(name, desc, family="chen2024")(factory)
-
-
-_reg("hare-offline", "Hare offline heuristic: Smith's rule on hetero-normalised size, guarded EFT task dispatch "
-     "(§6.4, task-level engine)", HareOffline)
-_reg("hlas", "Hare online HLAS: hetero-normalised LAS queues, starvation guard, hetero tie-break, relaxed sync "
-     "(§6.5, task-level engine)", Hlas)
-_reg("hare-naive-switch", "Ablation: HLAS with a naive runtime's task-switching cost (switch_s=3 s; §6.6)", Hlas,
-     switch_s=3.0)
-_reg("hare-gang", "Ablation: HLAS order with gang rounds (no relaxed sync; §6.6, task-level engine)", HareGang)
-_reg("gavel-het", "Gavel-style heterogeneity-aware gang LAS, 360 s rounds (§6.6, task-level engine)", GavelHet)
-_reg("tiresias-het", "Tiresias 2D-LAS gang, heterogeneity-unaware (§6.6, task-level engine)", TiresiasHet)
-_reg("srtf-het", "SRTF gang (clairvoyant), heterogeneity-unaware (§6.6, task-level engine)", SrtfHet)

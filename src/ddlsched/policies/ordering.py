@@ -18,7 +18,8 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ddlsched.engine.state import JobStatus, JobView
+from ddlsched.engine.jobview import JobView
+from ddlsched.engine.state import JobStatus
 from ddlsched.engine.view import SchedulerView
 
 _TOL = 1e-6  # seconds / GPU-seconds: absorbs float error at threshold and promotion times

@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from typing import ClassVar
 
 from ddlsched.engine.allocation import Allocation
-from ddlsched.engine.state import JobView
+from ddlsched.engine.jobview import JobView
 from ddlsched.engine.view import SchedulerView
 
 

@@ -1,20 +1,29 @@
-"""Every policy by name, with a one-line description (``ddlsched policies``).
+"""Every policy by name, one registration style, validated parameters, and plug-ins.
 
-Names:
-* ``ORDER+PLACEMENT`` composes a baseline, e.g. ``fifo+consolidated``, ``tiresias+first_fit``; a bare
-  ordering name uses consolidated placement.
-* Named policies registered by their modules with :func:`register_policy` (listed in ``_MODULES``).
-
-Parameters come as a dict (``--policy-param key=value`` on the CLI); unknown keys are an error.
+* Built-in and plug-in policies are :class:`~ddlsched.policies.base.Policy` subclasses decorated with
+  :func:`register`; the class's ``name`` is the policy's name and its ``__init__``'s typed keyword parameters are
+  its parameters (``--policy-param key=value``), validated by type, range and finiteness before the run.
+* ``ORDER+PLACEMENT`` composes a baseline (e.g. ``tiresias+first_fit``); a bare ordering uses ``consolidated``.
+* Plug-ins: :func:`load_plugin` imports a ``.py`` file or a module (``--plugin``, ``plugins:`` in a sweep file);
+  installed packages can also declare an entry point in the group ``ddlsched.policies``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
 import inspect
+import json
+import sys
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import ConfigDict, ValidationError, create_model
 
 from ddlsched.errors import ConfigError
 from ddlsched.policies.base import Policy
@@ -22,90 +31,197 @@ from ddlsched.policies.baselines import OrderedPolicy
 from ddlsched.policies.ordering import ORDERINGS
 from ddlsched.policies.placement import PLACEMENTS
 
+P = TypeVar("P", bound=type[Policy])
+
 
 @dataclass(frozen=True)
 class PolicyEntry:
     name: str
     description: str
-    factory: Callable[..., Policy]
+    cls: type[Policy]
     family: str
+    origin: str
 
 
 _NAMED: dict[str, PolicyEntry] = {}
-
-# Modules that register named policies on import (appended to by each policy family).
-_MODULES: list[str] = [
+_BUILTIN_MODULES = (
     "ddlsched.policies.ada_srsf",
     "ddlsched.policies.sjf_bco",
     "ddlsched.policies.delay",
     "ddlsched.policies.sharing",
     "ddlsched.policies.hare",
-]
+)
+_loaded = False
+_plugins: dict[str, str] = {}  # spec -> module name
 
 
-def register_policy(name: str, description: str, family: str = "") -> Callable[[Callable[..., Policy]],
-                                                                                 Callable[..., Policy]]:
-    def deco(factory: Callable[..., Policy]) -> Callable[..., Policy]:
-        if name in _NAMED:
-            raise ValueError(f"policy {name!r} registered twice")
-        _NAMED[name] = PolicyEntry(name, description, factory, family)
-        return factory
-    return deco
+def register(cls: P) -> P:
+    """Class decorator: make a :class:`Policy` subclass available by its ``name`` everywhere (CLI, sweeps, API)."""
+    if not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise TypeError("@register takes a subclass of ddlsched.Policy")
+    name = cls.__dict__.get("name") or ""
+    if not name or not isinstance(name, str) or "+" in name:
+        raise ValueError(f"{cls.__qualname__}: set a class attribute name = '...' (no '+') to register it")
+    old = _NAMED.get(name)
+    if old is not None and old.cls is not cls:
+        raise ValueError(f"policy {name!r} is registered twice ({old.origin} and {cls.__module__})")
+    _NAMED[name] = PolicyEntry(name, cls.description, cls, cls.family, cls.__module__)
+    return cls
 
 
-def _load_modules() -> None:
-    for mod in _MODULES:
-        importlib.import_module(mod)
-
-
-def _check_params(factory: Callable[..., Any], params: dict[str, Any], what: str) -> None:
-    sig = inspect.signature(factory)
-    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+def _load_builtins() -> None:
+    global _loaded
+    if _loaded:
         return
-    unknown = sorted(set(params) - set(sig.parameters))
-    if unknown:
-        allowed = ", ".join(k for k in sig.parameters if k != "self") or "none"
-        raise ConfigError(f"unknown parameter(s) {unknown} for {what}; allowed: {allowed}", field="policy_param")
-
-
-def _ordering_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    policy_keys = {"backfill"}
-    return ({k: v for k, v in params.items() if k not in policy_keys},
-            {k: v for k, v in params.items() if k in policy_keys})
-
-
-def make_policy(name: str, params: dict[str, Any] | None = None) -> Policy:
-    """Build a policy from its name (see module docstring)."""
-    params = dict(params or {})
-    _load_modules()
-    if name in _NAMED:
-        entry = _NAMED[name]
-        _check_params(entry.factory, params, f"policy {name!r}")
+    _loaded = True
+    for mod in _BUILTIN_MODULES:
+        importlib.import_module(mod)
+    for ep in entry_points(group="ddlsched.policies"):
         try:
-            return entry.factory(**params)
+            ep.load()
+        except Exception as e:  # a broken third-party plug-in must not take the built-ins down
+            raise ConfigError(f"entry point {ep.name!r} ({ep.value}) failed to load: {e}", field="plugin") from None
+
+
+def load_plugin(spec: str | Path) -> str:
+    """Import a policy plug-in: a path to a ``.py`` file, or an importable module name. Returns the module name.
+    Importing it runs its ``@register`` decorators. Loading the same plug-in twice is a no-op."""
+    key = str(spec)
+    if key in _plugins:
+        return _plugins[key]
+    _load_builtins()
+    path = Path(key)
+    if path.suffix == ".py" or path.exists():
+        if not path.is_file():
+            raise ConfigError("plug-in file not found", path=key, field="plugin")
+        text = path.read_bytes()
+        mod_name = f"ddlsched_plugin_{path.stem}_{hashlib.sha256(text).hexdigest()[:12]}"
+        if mod_name not in sys.modules:
+            spec_ = importlib.util.spec_from_file_location(mod_name, path)
+            if spec_ is None or spec_.loader is None:
+                raise ConfigError("cannot import this file as Python", path=key, field="plugin")
+            module = importlib.util.module_from_spec(spec_)
+            sys.modules[mod_name] = module
+            try:
+                spec_.loader.exec_module(module)
+            except Exception as e:
+                del sys.modules[mod_name]
+                raise ConfigError(f"plug-in failed to import: {type(e).__name__}: {e}", path=key,
+                                  field="plugin") from None
+    else:
+        mod_name = key
+        try:
+            importlib.import_module(key)
+        except ImportError as e:
+            raise ConfigError(f"cannot import plug-in module {key!r}: {e}", field="plugin") from None
+    _plugins[key] = mod_name
+    return mod_name
+
+
+# ---------------------------------------------------------------- parameters
+_MODELS: dict[Callable[..., Any], Any] = {}
+
+
+def _param_model(fn: Callable[..., Any]) -> Any:
+    """A strict pydantic model of ``fn``'s keyword parameters (cached)."""
+    if fn in _MODELS:
+        return _MODELS[fn]
+    sig = inspect.signature(fn)
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception:
+        hints = {}
+    fields: dict[str, Any] = {}
+    for pname, p in sig.parameters.items():
+        if pname == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        default = ... if p.default is p.empty else p.default
+        fields[pname] = (hints.get(pname, Any), default)
+    model = create_model(f"Params_{getattr(fn, '__qualname__', 'policy')}".replace(".", "_"),
+                         __config__=ConfigDict(extra="forbid", strict=True, allow_inf_nan=False,
+                                               arbitrary_types_allowed=True), **fields)
+    _MODELS[fn] = model
+    return model
+
+
+def validate_params(fn: Callable[..., Any], params: dict[str, Any], what: str) -> dict[str, Any]:
+    """Check ``params`` against ``fn``'s typed signature; return them converted (e.g. lists → tuples)."""
+    model = _param_model(fn)
+    try:
+        payload = json.dumps(params, allow_nan=True)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{what}: parameters must be JSON values ({e})", field="policy_param") from None
+    try:
+        parsed = model.model_validate_json(payload)
+    except ValidationError as e:
+        msgs = []
+        for err in e.errors():
+            loc = ".".join(str(x) for x in err["loc"]) or "?"
+            if err["type"] == "extra_forbidden":
+                allowed = ", ".join(model.model_fields) or "none"
+                msgs.append(f"unknown parameter {loc!r} (allowed: {allowed})")
+            else:
+                msgs.append(f"{loc}={json.dumps(err.get('input'))[:60]}: {err['msg']}")
+        raise ConfigError(f"{what}: " + "; ".join(msgs), field="policy_param") from None
+    return {k: getattr(parsed, k) for k in parsed.model_fields_set}
+
+
+def parameters(name: str) -> dict[str, tuple[str, Any]]:
+    """Parameter name → (type, default) of a named policy (for ``ddlsched policies``)."""
+    _load_builtins()
+    entry = _NAMED.get(name)
+    if entry is None:
+        return {}
+    out = {}
+    for pname, p in inspect.signature(entry.cls.__init__).parameters.items():
+        if pname != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            ann = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__",
+                                                                            str(p.annotation))
+            out[pname] = (str(ann), None if p.default is p.empty else p.default)
+    return out
+
+
+# ---------------------------------------------------------------- construction
+def make_policy(name: str, params: dict[str, Any] | None = None) -> Policy:
+    """Build a policy from its name and parameters (see the module docstring)."""
+    params = dict(params or {})
+    _load_builtins()
+    entry = _NAMED.get(name)
+    if entry is not None:
+        kwargs = validate_params(entry.cls.__init__, params, f"policy {name!r}")
+        try:
+            return entry.cls(**kwargs)
         except (TypeError, ValueError) as e:
             raise ConfigError(f"policy {name!r}: {e}", field="policy_param") from None
     order_name, _, place_name = name.partition("+")
     place_name = place_name or "consolidated"
     if order_name not in ORDERINGS or place_name not in PLACEMENTS:
         raise ConfigError(f"unknown policy {name!r}; run 'ddlsched policies' to list them "
-                          f"(orderings: {', '.join(ORDERINGS)}; placements: {', '.join(PLACEMENTS)})",
-                          field="policy")
+                          f"(orderings: {', '.join(ORDERINGS)}; placements: {', '.join(PLACEMENTS)}; "
+                          "a policy from a file needs --plugin FILE)", field="policy")
+    backfill = params.pop("backfill", order_name != "fifo")
+    if not isinstance(backfill, bool):
+        raise ConfigError(f"policy {name!r}: backfill must be true or false", field="policy_param")
     order_cls = ORDERINGS[order_name]
-    o_params, p_params = _ordering_params(params)
-    _check_params(order_cls, o_params, f"ordering {order_name!r}")
+    kwargs = validate_params(order_cls.__init__, params, f"ordering {order_name!r}")
     try:
-        ordering = order_cls(**o_params)
+        ordering = order_cls(**kwargs)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"ordering {order_name!r}: {e}", field="policy_param") from None
-    backfill = p_params.get("backfill", order_name != "fifo")
-    return OrderedPolicy(ordering, PLACEMENTS[place_name](), backfill=bool(backfill),
-                         name=f"{order_name}+{place_name}")
+    return OrderedPolicy(ordering, PLACEMENTS[place_name](), backfill=backfill, name=f"{order_name}+{place_name}")
+
+
+def canonical_name(name: str) -> str:
+    """The name a run is reported under: a bare ordering gets its placement (``fifo`` → ``fifo+consolidated``)."""
+    _load_builtins()
+    if name in _NAMED or "+" in name or name not in ORDERINGS:
+        return name
+    return f"{name}+consolidated"
 
 
 def list_policies() -> list[tuple[str, str]]:
     """(name, description) of every ordering+placement combination and every named policy."""
-    _load_modules()
+    _load_builtins()
     out: list[tuple[str, str]] = []
     for o in ORDERINGS.values():
         for p in PLACEMENTS.values():
@@ -113,3 +229,8 @@ def list_policies() -> list[tuple[str, str]]:
     for e in sorted(_NAMED.values(), key=lambda e: e.name):
         out.append((e.name, e.description))
     return out
+
+
+def entries() -> list[PolicyEntry]:
+    _load_builtins()
+    return sorted(_NAMED.values(), key=lambda e: e.name)

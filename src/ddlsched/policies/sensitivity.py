@@ -12,7 +12,7 @@ configurable [I]. Results are cached per (model, GPU count).
 
 from __future__ import annotations
 
-from ddlsched.engine.state import JobView
+from ddlsched.engine.jobview import JobView
 from ddlsched.engine.view import SchedulerView
 from ddlsched.policies.locality import worst_gpus
 

@@ -39,10 +39,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import NonNegativeFloat, PositiveFloat, PositiveInt
 
 from ddlsched.engine.decisions import Decision, Start
-from ddlsched.engine.state import JobView
+from ddlsched.engine.jobview import JobView
+from ddlsched.engine.model import Requirements
 from ddlsched.engine.view import SchedulerView
 from ddlsched.perf.interference import SUB_BATCH_STEPS, Interference, accum_mem, accum_slowdown
 from ddlsched.policies.base import Policy
@@ -50,7 +53,7 @@ from ddlsched.policies.baselines import OrderedPolicy
 from ddlsched.policies.locality import best_level, tightest
 from ddlsched.policies.ordering import Ordering, Srtf, Tiresias
 from ddlsched.policies.placement import PlacementStrategy
-from ddlsched.policies.registry import register_policy
+from ddlsched.policies.registry import register
 
 
 @dataclass(frozen=True)
@@ -98,21 +101,22 @@ def _mem(job: JobView) -> float:
 class SharingSJF(Policy):
     """SJF-BSBF / SJF-FFS (module docstring)."""
 
-    description = "SJF with GPU sharing (§5.4)"
-    max_jobs_per_gpu = 2
+    description = "SJF with GPU sharing"
+    family = "gpu-sharing"
+    requirements = Requirements(jobs_per_gpu=2)
+    mode = "bsbf"
+    default_consolidated = False
 
-    def __init__(self, *, mode: str = "bsbf", consolidated: bool = False, rank: str = "t_con", sort: str = "time",
-                 steps: Sequence[int] = SUB_BATCH_STEPS, accum_penalty: float = 0.1,
-                 interference: dict[str, Any] | None = None, name: str = "sjf-bsbf") -> None:
-        if mode not in ("bsbf", "ffs") or rank not in ("t_con", "benefit") or sort not in ("time", "gpu_time"):
-            raise ValueError("mode bsbf|ffs, rank t_con|benefit, sort time|gpu_time")
+    def __init__(self, *, consolidated: bool | None = None, rank: Literal["t_con", "benefit"] = "t_con",
+                 sort: Literal["time", "gpu_time"] = "time", steps: Sequence[PositiveInt] = SUB_BATCH_STEPS,
+                 accum_penalty: NonNegativeFloat = 0.1, interference: dict[str, Any] | None = None) -> None:
         if not steps or min(steps) < 1:
             raise ValueError("steps must be positive integers")
-        self.mode, self.consolidated, self.rank, self.sort = mode, consolidated, rank, sort
+        self.consolidated = self.default_consolidated if consolidated is None else consolidated
+        self.rank, self.sort = rank, sort
         self.steps = tuple(sorted(int(s) for s in steps))
         self.accum_penalty = accum_penalty
         self.xi = Interference(**(interference or {}))
-        self.name = name
 
     def _e_running(self, b: JobView, view: SchedulerView) -> float:
         return b.remaining_iters * view.estimate(b, b.gpus, b.accum_steps).total_s
@@ -231,6 +235,8 @@ class TailPreemptive(OrderedPolicy):
     """Preemptive ordering + YARN placement + preempt from the tail only jobs with > ``min_remaining_iters``
     remaining iterations (§5.5)."""
 
+    family = "gpu-sharing"
+
     def __init__(self, ordering: Ordering, *, min_remaining_iters: float = 100.0, name: str) -> None:
         super().__init__(ordering, YarnPlacement(), backfill=True, name=name)
         self.min_remaining_iters = min_remaining_iters
@@ -239,31 +245,43 @@ class TailPreemptive(OrderedPolicy):
         return job.remaining_iters > self.min_remaining_iters
 
 
-@register_policy("sjf-bsbf", "SJF + best-sharing-benefit-first GPU sharing, sub-batch search (§5.4)",
-                 family="gpu-sharing")
-def sjf_bsbf(**kw: Any) -> Policy:
-    return SharingSJF(mode="bsbf", consolidated=False, name="sjf-bsbf", **kw)
+@register
+class SjfBsbf(SharingSJF):
+    name = "sjf-bsbf"
+    description = "SJF + best-sharing-benefit-first GPU sharing, sub-batch search"
+    mode = "bsbf"
 
 
-@register_policy("sjf-bsbf-consolidated", "SJF-BSBF trying one server first (§5.4 sjf-bsbfs)", family="gpu-sharing")
-def sjf_bsbf_consolidated(**kw: Any) -> Policy:
-    return SharingSJF(mode="bsbf", consolidated=True, name="sjf-bsbf-consolidated", **kw)
+@register
+class SjfBsbfConsolidated(SharingSJF):
+    name = "sjf-bsbf-consolidated"
+    description = "SJF-BSBF trying one server first (the authors' sjf-bsbfs)"
+    mode = "bsbf"
+    default_consolidated = True
 
 
-@register_policy("sjf-ffs", "SJF + first-fit GPU sharing, no benefit test (§5.5)", family="gpu-sharing")
-def sjf_ffs(consolidated: bool = False, **kw: Any) -> Policy:
-    return SharingSJF(mode="ffs", consolidated=consolidated, name="sjf-ffs", **kw)
+@register
+class SjfFfs(SharingSJF):
+    name = "sjf-ffs"
+    description = "SJF + first-fit GPU sharing, no benefit test"
+    mode = "ffs"
 
 
-@register_policy("sjf-preempt", "preemptive SRTF, exclusive YARN placement, preempts jobs with >100 iterations "
-                 "left (§5.5)", family="gpu-sharing")
-def sjf_preempt(min_remaining_iters: float = 100.0) -> Policy:
-    return TailPreemptive(Srtf(), min_remaining_iters=min_remaining_iters, name="sjf-preempt")
+@register
+class SjfPreempt(TailPreemptive):
+    name = "sjf-preempt"
+    description = "preemptive SRTF, exclusive YARN placement, preempts jobs with >100 iterations left"
+
+    def __init__(self, min_remaining_iters: NonNegativeFloat = 100.0) -> None:
+        super().__init__(Srtf(), min_remaining_iters=min_remaining_iters, name="sjf-preempt")
 
 
-@register_policy("tiresias-700", "Tiresias, 2 queues at 700 s executed time, starvation factor 1, >100-iteration "
-                 "preemption rule (§5.5)", family="gpu-sharing")
-def tiresias_700(threshold_s: float = 700.0, starvation_factor: float = 1.0,
-                 min_remaining_iters: float = 100.0) -> Policy:
-    return TailPreemptive(Tiresias((threshold_s,), "time", starvation_factor),
-                          min_remaining_iters=min_remaining_iters, name="tiresias-700")
+@register
+class Tiresias700(TailPreemptive):
+    name = "tiresias-700"
+    description = "Tiresias, 2 queues at 700 s executed time, starvation factor 1, >100-iteration preemption rule"
+
+    def __init__(self, threshold_s: PositiveFloat = 700.0, starvation_factor: NonNegativeFloat = 1.0,
+                 min_remaining_iters: NonNegativeFloat = 100.0) -> None:
+        super().__init__(Tiresias((threshold_s,), "time", starvation_factor),
+                         min_remaining_iters=min_remaining_iters, name="tiresias-700")

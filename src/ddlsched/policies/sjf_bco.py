@@ -33,8 +33,10 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Annotated
 
 import numpy as np
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.engine.decisions import Decision, Start
@@ -42,7 +44,7 @@ from ddlsched.engine.view import SchedulerView
 from ddlsched.perf.base import Placement
 from ddlsched.perf.sjf_bco import SjfBcoContention
 from ddlsched.policies.base import Policy
-from ddlsched.policies.registry import register_policy
+from ddlsched.policies.registry import register
 from ddlsched.workload.profiles import ModelProfile
 
 ALGORITHMS = ("sjf-bco", "ff", "ls", "rand")
@@ -251,16 +253,17 @@ def plan(cluster: Cluster, jobs: Sequence[PlanJob], *, algorithm: str = "sjf-bco
 class PlannedPolicy(Policy):
     """Runs an SJF-BCO / FF / LS / RAND plan in an engine (see module docstring)."""
 
-    preemptive = False
+    family = "yu2022"
+    algorithm = "sjf-bco"
 
-    def __init__(self, algorithm: str, *, u: float = 1.15, lam: float = 1.0, kappa: int | None = None,
-                 horizon_s: float | None = None, xi1: float = 1.0, xi2_s: float = 0.0, alpha: float = 0.1,
-                 name: str = "") -> None:
-        if algorithm not in ALGORITHMS:
+    def __init__(self, *, u: Annotated[float, Field(ge=1)] = 1.15, lam: Annotated[float, Field(ge=1)] = 1.0,
+                 kappa: PositiveInt | None = None, horizon_s: PositiveFloat | None = None,
+                 xi1: Annotated[float, Field(gt=0, le=1)] = 1.0, xi2_s: NonNegativeFloat = 0.0,
+                 alpha: NonNegativeFloat = 0.1) -> None:
+        if self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}")
-        self.algorithm, self.u, self.lam, self.kappa, self.horizon_s = algorithm, u, lam, kappa, horizon_s
+        self.u, self.lam, self.kappa, self.horizon_s = u, lam, kappa, horizon_s
         self.model_params = {"xi1": xi1, "xi2_s": xi2_s, "alpha": alpha}
-        self.name = name or algorithm
         self.plans: list[Plan] = []
         self._entries: list[PlanEntry] = []
         self._planned: set[str] = set()
@@ -315,25 +318,37 @@ class PlannedPolicy(Policy):
         return out
 
 
-_FAMILY = "yu2022"
-_PARAMS_DOC = "params u, lam, horizon_s, xi1, xi2_s, alpha"
+@register
+class SjfBco(PlannedPolicy):
+    name = "sjf-bco"
+    description = "Yu 2022 SJF-BCO planner: bisection on θ, κ sweep, FA-FFP + LBSGF (params u, lam, kappa, ...)"
+    algorithm = "sjf-bco"
 
 
-@register_policy("sjf-bco", f"Yu 2022 SJF-BCO planner: bisection on θ, κ sweep, FA-FFP + LBSGF ({_PARAMS_DOC}, kappa)",
-                 family=_FAMILY)
-def sjf_bco(u: float = 1.15, lam: float = 1.0, kappa: int | None = None, horizon_s: float | None = None,
-            xi1: float = 1.0, xi2_s: float = 0.0, alpha: float = 0.1) -> PlannedPolicy:
-    return PlannedPolicy("sjf-bco", u=u, lam=lam, kappa=kappa, horizon_s=horizon_s, xi1=xi1, xi2_s=xi2_s,
-                         alpha=alpha)
+@register
+class BcoFf(PlannedPolicy):
+    name = "bco-ff"
+    description = "Yu 2022 baseline FF: first free GPUs in server order under its own bisected cap"
+    algorithm = "ff"
 
 
-def _baseline(name: str, algorithm: str, desc: str) -> None:
-    @register_policy(name, f"Yu 2022 baseline {desc} ({_PARAMS_DOC})", family=_FAMILY)
-    def factory(u: float = 1.15, horizon_s: float | None = None, xi1: float = 1.0, xi2_s: float = 0.0,
-                alpha: float = 0.1) -> PlannedPolicy:
-        return PlannedPolicy(algorithm, u=u, horizon_s=horizon_s, xi1=xi1, xi2_s=xi2_s, alpha=alpha, name=name)
+@register
+class BcoLs(PlannedPolicy):
+    name = "bco-ls"
+    description = "Yu 2022 baseline LS: least-accumulated-time GPUs under its own bisected cap"
+    algorithm = "ls"
 
 
-_baseline("bco-ff", "ff", "FF: first free GPUs in server order under its own bisected cap")
-_baseline("bco-ls", "ls", "LS: least-accumulated-time GPUs under its own bisected cap")
-_baseline("bco-rand", "rand", "RAND: random free GPUs, cap = T")
+@register
+class BcoRand(PlannedPolicy):
+    name = "bco-rand"
+    description = "Yu 2022 baseline RAND: random free GPUs, cap = T"
+    algorithm = "rand"
+
+
+def planned_policy(algorithm: str, **params: object) -> PlannedPolicy:
+    """The registered planner policy for ``algorithm`` (sjf-bco, ff, ls, rand) with ``params``."""
+    by_algorithm: dict[str, type[PlannedPolicy]] = {c.algorithm: c for c in (SjfBco, BcoFf, BcoLs, BcoRand)}
+    if algorithm not in by_algorithm:
+        raise ValueError(f"algorithm must be one of {ALGORITHMS}")
+    return by_algorithm[algorithm](**params)  # type: ignore[arg-type]

@@ -40,11 +40,12 @@ from pathlib import Path
 from typing import Any
 
 from ddlsched.cluster.topology import Cluster
-from ddlsched.engine import SimConfig, Simulator
+from ddlsched.engine import SimConfig, SimResult, run_simulation
 from ddlsched.engine.decisions import Decision, Start
-from ddlsched.engine.fluid import SimResult
+from ddlsched.engine.run import requirements_of
 from ddlsched.errors import ConfigError, InputError
 from ddlsched.perf.base import Placement, compute_time
+from ddlsched.policies.base import Policy
 from ddlsched.testbed.executor import GatedJob, RunResult
 from ddlsched.testbed.predict import JobRun
 from ddlsched.workload.jobspec import JobSpec
@@ -107,13 +108,13 @@ def time_scaled(jobs: Sequence[JobSpec], factor: float) -> list[JobSpec]:
                     duration_s=None if j.duration_s is None else j.duration_s * factor) for j in jobs]
 
 
-class StartRecorder:
+class StartRecorder(Policy):
     """Wraps a policy; records every ``Start`` it returns as ``(time, job_id, gpus, share, accum_steps)``."""
 
-    def __init__(self, policy: Any) -> None:
+    def __init__(self, policy: Policy) -> None:
         self.inner = policy
-        self.name = getattr(policy, "name", type(policy).__name__)
-        self.preemptive = bool(getattr(policy, "preemptive", False))
+        self.name = policy.name
+        self.requirements = requirements_of(policy)
         self.starts: list[tuple[float, str, tuple[int, ...], bool, int]] = []
 
     def reset(self) -> None:
@@ -128,18 +129,18 @@ class StartRecorder:
         return decisions
 
 
-def check_supported(policy: Any, name: str) -> None:
+def check_supported(policy: Policy, name: str) -> None:
     """Raise :class:`ConfigError` (with the reason) for policies the testbed cannot replay."""
-    engine = getattr(policy, "engine", "fluid")
-    if engine != "fluid":
-        raise ConfigError(f"policy {name!r} runs on the {engine!r} engine: it schedules individual compute and "
-                          "communication tasks, while testbed workers run whole jobs with a free-running ring "
-                          "all-reduce, so its decisions cannot be replayed on the testbed", field="policy")
-    if getattr(policy, "preemptive", False):
+    req = requirements_of(policy)
+    if req.model != "fluid":
+        raise ConfigError(f"policy {name!r} runs on the {req.model!r} execution model: it schedules individual "
+                          "compute and communication tasks, while testbed workers run whole jobs with a free-running "
+                          "ring all-reduce, so its decisions cannot be replayed on the testbed", field="policy")
+    if req.preemptive:
         raise ConfigError(f"policy {name!r} is preemptive: testbed workers cannot checkpoint, stop and resume a "
                           "job elsewhere, so preemptions cannot be replayed (for delay-sched pass "
                           "--policy-param preemption=false)", field="policy")
-    if int(getattr(policy, "max_jobs_per_gpu", 1)) > 1:
+    if req.jobs_per_gpu > 1:
         raise ConfigError(f"policy {name!r} shares GPUs between jobs: the testbed runs one worker per GPU and does "
                           "not emulate co-location interference", field="policy")
 
@@ -203,9 +204,8 @@ def _simulate_once(cluster: Cluster, jobs: Sequence[JobSpec], policy_name: str, 
     policy = make_policy(policy_name, params)
     check_supported(policy, policy_name)
     rec = StartRecorder(policy)
-    rec.reset()
     config = SimConfig(perf_model=perf_model, perf_params=dict(perf_params), seed=seed, audit=True)
-    return Simulator(cluster, jobs, rec, config, catalog=catalog).run(), rec
+    return run_simulation(cluster, jobs, rec, config, catalog=catalog), rec
 
 
 def simulate_schedule(cluster: Cluster, jobs: Sequence[JobSpec], policy_name: str, params: dict[str, Any],
@@ -244,8 +244,10 @@ def gated_jobs(cluster: Cluster, sim: Simulated, catalog: ModelCatalog) -> list[
 
 
 def measured_records(cluster: Cluster, sim: Simulated, run: RunResult) -> list[dict[str, Any]]:
-    """Records in the simulator's format from a testbed run (``ideal_run_s`` is the simulator's: it is the
-    model's isolated, consolidated run time, the reference of ``comm_overhead_s`` on both sides)."""
+    """Records in the simulator's format from a testbed run. ``ideal_run_s`` and ``spread_s`` are the simulator's
+    (the model's isolated run time consolidated and on the job's placement); the measured excess beyond them is
+    ``contention_s`` (negative when the testbed ran faster than the model alone); the testbed has no GPU sharing,
+    heterogeneity, task switching or preemption, so those causes are 0."""
     sim_rec = {r["job_id"]: r for r in sim.result.records}
     specs = {j.job_id: j for j in sim.jobs}
     rows = []
@@ -258,7 +260,9 @@ def measured_records(cluster: Cluster, sim: Simulated, run: RunResult) -> list[d
             "arrival_s": spec.arrival_s, "first_start_s": m.start_s, "finish_s": finish,
             "jct_s": finish - spec.arrival_s, "queue_s": m.start_s - spec.arrival_s, "run_s": run_s,
             "ideal_run_s": sr["ideal_run_s"], "comm_s": sum(it["comm_s"] for it in m.iterations),
-            "penalty_s": 0.0, "comm_overhead_s": max(0.0, run_s - sr["ideal_run_s"]),
+            "comm_overhead_s": run_s - sr["ideal_run_s"],
+            "contention_s": run_s - sr["ideal_run_s"] - sr["spread_s"], "spread_s": sr["spread_s"],
+            "sharing_s": 0.0, "hetero_s": 0.0, "switch_s": 0.0, "restart_s": 0.0,
             "iterations": float(len(m.iterations)), "preemptions": 0, "placements": 1,
             "servers": len(cluster.servers_of(s.gpus)), "racks": len(cluster.racks_of(s.gpus)),
             "last_gpus": " ".join(map(str, s.gpus)),
@@ -280,9 +284,10 @@ def measured_result(cluster: Cluster, sim: Simulated, run: RunResult) -> SimResu
         pending = sum(1 for r in recs if r["arrival_s"] <= t < r["first_start_s"])
         for k, v in (("time_s", t), ("busy_gpus", busy), ("pending", pending), ("running", running)):
             ts[k].append(v)
-    config = replace(sim.result.config, perf_model="testbed", perf_params={})
-    return SimResult(records=recs, timeseries=ts, cluster=cluster, policy=sim.result.policy, config=config,
-                     events=len(events), wall_s=run.wall_s, rejected=[], unfinished=[])
+    busy_gpu_s = sum(ts["busy_gpus"][i] * (ts["time_s"][i + 1] - ts["time_s"][i]) for i in range(len(events) - 1))
+    return replace(sim.result, records=recs, timeseries=ts, perf_model="testbed", perf_params={},
+                   events=len(events), wall_s=run.wall_s, rejected=[], unfinished=[], busy_gpu_s=busy_gpu_s,
+                   audit=[])
 
 
 def _err(pred: float, meas: float) -> float:

@@ -1,0 +1,138 @@
+"""The read-only window a fluid-model policy gets on one job (time-dependent figures as of the engine's now)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ddlsched.engine.state import JobStatus
+from ddlsched.perf.base import IterationTime
+from ddlsched.workload.jobspec import JobSpec
+from ddlsched.workload.profiles import ModelProfile
+
+if TYPE_CHECKING:
+    from ddlsched.engine.fluid import FluidJob
+    from ddlsched.engine.model import EngineContext
+
+
+class JobView:
+    __slots__ = ("_ctx", "_s", "job_id")
+
+    def __init__(self, state: FluidJob, ctx: EngineContext) -> None:
+        self._s = state
+        self._ctx = ctx
+        self.job_id: str = state.spec.job_id
+
+    def __repr__(self) -> str:
+        return f"JobView({self.job_id}, {self.status.value}, gpus={self.num_gpus})"
+
+    # static
+    @property
+    def spec(self) -> JobSpec:
+        return self._s.spec
+
+    @property
+    def profile(self) -> ModelProfile:
+        return self._s.profile
+
+    @property
+    def num_gpus(self) -> int:
+        return self._s.spec.num_gpus
+
+    @property
+    def arrival_s(self) -> float:
+        return self._s.spec.arrival_s
+
+    @property
+    def seq(self) -> int:
+        """Arrival order (ties broken by trace order)."""
+        return self._s.seq
+
+    @property
+    def total_iters(self) -> float:
+        return self._s.work
+
+    @property
+    def ideal_iter_s(self) -> float:
+        """Iteration time alone, consolidated, on the fastest GPU types (the clairvoyant size estimate)."""
+        return self._s.ideal_iter_s
+
+    @property
+    def ideal_run_s(self) -> float:
+        return self._s.ideal_run_s
+
+    # dynamic
+    @property
+    def now(self) -> float:
+        """The engine's current time."""
+        return self._ctx.now
+
+    @property
+    def status(self) -> JobStatus:
+        return self._s.status
+
+    @property
+    def gpus(self) -> tuple[int, ...]:
+        return self._s.gpus
+
+    @property
+    def accum_steps(self) -> int:
+        return self._s.accum_steps
+
+    @property
+    def preemptions(self) -> int:
+        return self._s.preemptions
+
+    @property
+    def iter_time(self) -> IterationTime | None:
+        return self._s.iter_time
+
+    def _synced(self) -> FluidJob:
+        s = self._s
+        if s.status is JobStatus.RUNNING:
+            s.sync(self._ctx.now)
+        return s
+
+    @property
+    def done_iters(self) -> float:
+        return self._synced().done_iters
+
+    @property
+    def remaining_iters(self) -> float:
+        s = self._synced()
+        return s.work - s.done_iters
+
+    @property
+    def remaining_ideal_s(self) -> float:
+        """Remaining work in ideal seconds (clairvoyant; used by SJF/SRTF)."""
+        return self.remaining_iters * self._s.ideal_iter_s
+
+    @property
+    def executed_s(self) -> float:
+        """Wall time this job has held GPUs so far."""
+        s = self._s
+        if s.status is JobStatus.RUNNING:
+            return s.run_s + max(0.0, self._ctx.now - s.last_t)
+        return s.run_s
+
+    @property
+    def attained_gpu_s(self) -> float:
+        """GPU-seconds of service received so far (Tiresias' 2D attained service)."""
+        s = self._s
+        if s.status is JobStatus.RUNNING:
+            return s.attained_gpu_s + max(0.0, self._ctx.now - s.last_t) * len(s.gpus)
+        return s.attained_gpu_s
+
+    @property
+    def waiting_s(self) -> float:
+        """Time since the job last entered the queue (arrival or preemption); 0 while running."""
+        s = self._s
+        return self._ctx.now - s.wait_since if s.status is JobStatus.PENDING else 0.0
+
+    @property
+    def queued_s(self) -> float:
+        """Total time spent pending so far."""
+        return self._s.queue_s + self.waiting_s
+
+    @property
+    def last_start(self) -> float | None:
+        return self._s.last_start

@@ -1,0 +1,143 @@
+"""The execution-model interface the core drives, and what a policy declares it needs (:class:`Requirements`).
+
+An execution model holds only what is specific to how jobs execute between events (fluid rates, task DAGs,
+synchronisation rounds): per-job preparation, its own events, validating and applying decisions, and its view
+for policies. The core (``engine/core.py``) owns time, the event heap, arrivals, the policy call, sampling,
+progress, rejection and records. ``docs/engine.md`` lists what each model models.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from ddlsched.cluster.topology import Cluster
+from ddlsched.engine.state import JobState
+from ddlsched.workload.profiles import ModelCatalog
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """What a policy needs from the engine; the engine reads this, it never probes a policy.
+
+    * ``model``: execution model name (``fluid``, ``taskdag``, ``rounds``);
+    * ``preemptive``: consult the policy at every instant with an event (it may evict); otherwise the fluid model
+      asks only when a pending job could start;
+    * ``jobs_per_gpu``: > 1 lets GPUs host several jobs (GPU sharing; the fluid model then adds the sharing
+      slowdown to the chosen network physics);
+    * ``model_params``: defaults for the execution model's parameters (a user's ``--model-param`` wins);
+    * ``gang``: a job needs all its GPUs at once (so a job larger than the cluster is rejected); relaxed-sync
+      policies of the rounds model set it False (a round's tasks may share fewer GPUs).
+    """
+
+    model: str = "fluid"
+    preemptive: bool = False
+    jobs_per_gpu: int = 1
+    gang: bool = True
+    model_params: Mapping[str, Any] = field(default_factory=dict)
+
+
+class EngineContext(Protocol):
+    """What an execution model may ask of the core."""
+
+    now: float
+    auditing: bool
+
+    def push(self, t: float, kind: int, key: str = "", version: int = 0) -> None: ...
+    def complete(self, st: JobState) -> None: ...
+    def audit(self, kind: str, job_id: str, value: float = 0.0) -> None: ...
+
+
+@dataclass
+class ModelSettings:
+    """Engine options as resolved for one run (see :func:`ddlsched.engine.run.run_policy`)."""
+
+    perf_model: str | None = None
+    perf_params: dict[str, Any] = field(default_factory=dict)
+    model_params: dict[str, Any] = field(default_factory=dict)
+    restart_penalty_s: float = 30.0
+    seed: int = 0
+
+
+class ExecutionModel(ABC):
+    """Base class of the execution models (fluid, task DAG, rounds)."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    decision_types: ClassVar[tuple[type, ...]]
+    options: ClassVar[frozenset[str]]
+    """Engine options that apply to this model (others given explicitly are an error)."""
+
+    def __init__(self, cluster: Cluster, catalog: ModelCatalog, requirements: Requirements,
+                 settings: ModelSettings) -> None:
+        self.cluster = cluster
+        self.catalog = catalog
+        self.requirements = requirements
+        self.settings = settings
+        self.rng = random.Random(f"policy-{settings.seed}")
+        self.ctx: EngineContext
+
+    def bind(self, ctx: EngineContext) -> None:
+        self.ctx = ctx
+
+    # ---------------------------------------------------------------- per job
+    @abstractmethod
+    def new_state(self, spec: Any, profile: Any, seq: int) -> JobState:
+        """The model's state object for a job."""
+
+    @abstractmethod
+    def prepare(self, st: JobState) -> str:
+        """Fill static per-job data (``work``, ``ideal_iter_s``); return a rejection reason or ''."""
+
+    @abstractmethod
+    def arrive(self, st: JobState) -> None:
+        """The job arrived: queue it."""
+
+    # ---------------------------------------------------------------- events and passes
+    def is_stale(self, kind: int, key: str, version: int) -> bool:
+        """Whether a popped event was superseded (lazy invalidation)."""
+        return False
+
+    @abstractmethod
+    def on_event(self, kind: int, key: str, version: int) -> None:
+        """Process one of the model's own events at the core's ``now``."""
+
+    def settle(self) -> None:  # noqa: B027 - optional hook
+        """Work that happens at an instant after its events and arrivals, before the policy is asked (e.g. instant
+        synchronisations, re-timing after resources were released)."""
+
+    @abstractmethod
+    def wants_pass(self, woken: bool) -> bool:
+        """Whether the policy must be asked at this instant (``woken``: a policy wake-up fired)."""
+
+    @abstractmethod
+    def view(self) -> Any:
+        """The read-only view the policy decides from."""
+
+    @abstractmethod
+    def apply(self, decisions: Sequence[Any]) -> bool:
+        """Validate and apply the decisions of one pass (``WakeAt`` excluded; possibly none); return whether any
+        changed the state. Called after every pass."""
+
+    # ---------------------------------------------------------------- observation
+    @abstractmethod
+    def busy_gpus(self) -> int:
+        """GPUs held by at least one job right now."""
+
+    @abstractmethod
+    def counts(self) -> tuple[int, int]:
+        """(pending, running) jobs right now."""
+
+    @abstractmethod
+    def unfinished(self) -> list[str]:
+        """Ids of arrived jobs that have not finished, pending first in arrival order."""
+
+    def physics(self) -> tuple[str, dict[str, Any]]:
+        """(name, parameters) of the physics the run used, for the summary."""
+        return self.settings.perf_model or "", dict(self.settings.perf_params)
+
+    def finish_checks(self) -> None:  # noqa: B027 - optional hook
+        """Invariants checked once at the end of the run (e.g. nothing left allocated)."""

@@ -1,0 +1,59 @@
+"""One record schema for every execution model, and the accounting checks made on every completed job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ddlsched.engine.state import JobState
+from ddlsched.errors import SimulationError
+from ddlsched.vocabulary import RECORD_FIELDS
+
+RECORD_COLUMNS: tuple[str, ...] = tuple(RECORD_FIELDS)
+REJECTED_COLUMNS: tuple[str, ...] = ("job_id", "num_gpus", "source", "reason")
+
+_REL, _ABS = 1e-6, 1e-6
+"""Accounting tolerance: |error| ≤ _ABS + _REL · max(run, jct) seconds."""
+
+
+def job_record(st: JobState, model: str) -> dict[str, Any]:
+    """The record of a finished job (columns and meanings: ``ddlsched.vocabulary.RECORD_FIELDS``), after checking
+    that its accounts close: queue, run and every cause ≥ 0 and run = ideal + Σ causes (within the tolerance; float
+    noise inside it reads as exactly 0)."""
+    spec = st.spec
+    assert st.finish is not None and st.first_start is not None
+    jct = st.finish - spec.arrival_s
+    run = st.run_s
+    tol = _ABS + _REL * (run if run > jct else jct)
+    causes = [st.contention_s, st.spread_s, st.sharing_s, st.hetero_s, st.switch_s, st.restart_s]
+    for i, x in enumerate(causes):
+        if x < tol:
+            if x < -tol:
+                raise SimulationError(f"{model} model, job {spec.job_id}: negative {_CAUSE_NAMES[i]} = {x}")
+            if x > -tol:
+                causes[i] = 0.0
+    ideal = st.ideal_run_s
+    queue = jct - run
+    if queue < -tol or run < -tol:
+        raise SimulationError(f"{model} model, job {spec.job_id}: negative queue ({queue}) or run time ({run})")
+    explained = ideal + sum(causes)
+    if abs(run - explained) > tol:
+        raise SimulationError(f"{model} model, job {spec.job_id}: run time {run} != ideal {ideal} + causes "
+                              f"({explained - ideal}); accounts do not close")
+    con, spr, shr, het, swi, rst = causes
+    return {
+        "job_id": spec.job_id, "model": spec.model, "num_gpus": spec.num_gpus, "user": spec.user or "",
+        "arrival_s": spec.arrival_s, "first_start_s": st.first_start, "finish_s": st.finish, "jct_s": jct,
+        "queue_s": queue if queue > tol or queue < -tol else (queue if queue >= 0 else 0.0), "run_s": run,
+        "ideal_run_s": ideal, "comm_s": st.comm_s, "comm_overhead_s": con + spr, "contention_s": con,
+        "spread_s": spr, "sharing_s": shr, "hetero_s": het, "switch_s": swi, "restart_s": rst,
+        "iterations": st.work, "preemptions": st.preemptions, "placements": st.placements,
+        "servers": st.max_servers, "racks": st.max_racks, "last_gpus": " ".join(map(str, st.last_gpus)),
+    }
+
+
+_CAUSE_NAMES = ("contention_s", "spread_s", "sharing_s", "hetero_s", "switch_s", "restart_s")
+
+
+def rejected_row(st: JobState) -> dict[str, Any]:
+    return {"job_id": st.spec.job_id, "num_gpus": st.spec.num_gpus, "source": st.spec.source,
+            "reason": st.reject_reason}

@@ -1,0 +1,525 @@
+"""The rounds execution model: heterogeneous GPUs with relaxed fixed-scale synchronisation (Hare; docs/policies/
+hare.md) — paper scale.
+
+* Job j has R_j rounds of n_j tasks. A task of j on a GPU of type k takes ``p[j,k] = m_j · compute_j / speed(j,k)``.
+  The tasks of a round are independent: any GPU, any order, several back to back on one GPU (``RunTask``). When a
+  round's last task ends, its gradients are synchronised: a ring all-reduce over the distinct GPUs the round used,
+  alone on the network, from the run's physics model (``--perf-model``; no synchronisation for a round on one GPU,
+  so a 1-GPU job never pays any; contention between synchronisations is not modelled). Then the next round is
+  released; the job completes when its last round is synchronised.
+* A GPU runs one task at a time. A task of a job different from the GPU's previous one first pays the switching
+  overhead ``switch_s`` seconds if set, else ``switch_frac`` × one real task on a reference GPU (model parameters).
+* Gang policies instead ``Start`` a job on n_j GPUs (a lease, held through synchronisation): each of its rounds runs
+  one task per leased GPU as soon as the round is released and they are idle; ``Preempt`` revokes the lease.
+* Trace conversion (the same for every model): R_real = duration / reference iteration (compute on a reference GPU
+  + communication on the consolidated placement; for a relaxed-sync job larger than the cluster, on all its GPUs).
+  To bound the event count, R_real rounds are simulated as
+  R_j = min(``max_rounds``, ⌈R_real⌉) coarse rounds of m_j = R_real / R_j real rounds each (task and
+  synchronisation times × m_j); coarse rounds rebalance tasks less often than real ones (documented
+  approximation).
+
+Ideal (a lower bound under relaxed synchronisation, which may run a round's tasks on fewer GPUs): per real round,
+the least over GPU sets S — for each speed threshold and k = 1..n, the consolidated k GPUs whose type is at least
+that fast — of max(n·p_ref / Σ_{g∈S} speed_g, p_ref / max_{g∈S} speed_g) + synchronisation alone on S.
+
+Run-time accounts per round (docs/metrics.md): the round's active time (release → synchronised, counting only the
+time the job was active) exceeds the ideal round by X; X is attributed along the round's critical path (its last
+task) in this order, each part capped by what is left: switching overhead of that task, heterogeneity (its task
+time over the fastest type's), spread (synchronisation over the ideal's), and the rest — waiting for GPUs held by
+other tasks or running fewer tasks at a time — as sharing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from ddlsched.cluster.topology import Cluster
+from ddlsched.engine.decisions import Preempt, RunTask, Start
+from ddlsched.engine.ideal import ideal_times
+from ddlsched.engine.model import ExecutionModel, ModelSettings, Requirements
+from ddlsched.engine.state import JobState, JobStatus
+from ddlsched.errors import ConfigError, SimulationError
+from ddlsched.perf import make_perf_model
+from ddlsched.perf.base import Placement
+from ddlsched.workload.jobspec import JobSpec
+from ddlsched.workload.profiles import ModelCatalog, ModelProfile
+
+DONE, RELEASE = 0, 1
+_EPS = 1e-9
+
+
+@dataclass(slots=True, eq=False)
+class RoundJob(JobState):
+    """A job in the rounds model (times in seconds; task and synchronisation times are per coarse round)."""
+
+    n: int = 0
+    weight: float = 1.0
+    rounds: int = 0
+    scale: float = 1.0
+    task_s: dict[str, float] = field(default_factory=dict)
+    ref_task_s: float = 0.0
+    switch_cost: float = 0.0
+    ideal_round: float = 0.0  # ideal per coarse round
+    ideal_sync: float = 0.0
+    p_best: float = 0.0
+    arrived: bool = False
+    round: int = 0
+    ready: int = 0
+    running: int = 0
+    done_in_round: int = 0
+    syncing: bool = False
+    sync_now: float = 0.0
+    tasks_done: int = 0
+    attained_ref_s: float = 0.0
+    gpu_busy_s: float = 0.0
+    lease: tuple[int, ...] | None = None
+    active_since: float | None = None
+    last_service_s: float = 0.0
+    wait_since: float = 0.0
+    switches: int = 0
+    release_active: float = 0.0
+    gpus_used: set[int] = field(default_factory=set)
+    round_gpus: list[int] = field(default_factory=list)
+
+    @property
+    def done(self) -> bool:
+        return self.finish is not None
+
+    @property
+    def active(self) -> bool:
+        return self.running > 0 or self.syncing or self.lease is not None
+
+    def active_total(self, now: float) -> float:
+        return self.run_s + (now - self.active_since if self.active_since is not None else 0.0)
+
+
+class RoundJobView:
+    """Read-only view of a rounds-model job for policies."""
+
+    __slots__ = ("_j",)
+
+    def __init__(self, job: RoundJob) -> None:
+        self._j = job
+
+    def __repr__(self) -> str:
+        return f"RoundJobView({self.job_id})"
+
+    job_id = property(lambda self: self._j.spec.job_id)
+    seq = property(lambda self: self._j.seq, doc="arrival order")
+    n = property(lambda self: self._j.n, doc="tasks per round (GPUs asked for)")
+    weight = property(lambda self: self._j.weight)
+    rounds = property(lambda self: self._j.rounds, doc="coarse rounds")
+    round = property(lambda self: self._j.round, doc="index of the current round")
+    remaining_rounds = property(lambda self: self._j.rounds - self._j.round)
+    ready = property(lambda self: self._j.ready, doc="released, not yet started tasks of the current round")
+    running = property(lambda self: self._j.running, doc="tasks running now")
+    done_in_round = property(lambda self: self._j.done_in_round)
+    syncing = property(lambda self: self._j.syncing)
+    task_s = property(lambda self: MappingProxyType(self._j.task_s), doc="task seconds per GPU type (read-only)")
+    ref_task_s = property(lambda self: self._j.ref_task_s, doc="task seconds on a reference GPU")
+    sync_s = property(lambda self: self._j.ideal_sync, doc="synchronisation seconds of a round on its ideal GPUs")
+    switch_s = property(lambda self: self._j.switch_cost, doc="switching overhead when a GPU changes to this job")
+    attained_ref_s = property(lambda self: self._j.attained_ref_s, doc="reference-GPU seconds of tasks done")
+    gpu_busy_s = property(lambda self: self._j.gpu_busy_s, doc="wall GPU-seconds used (tasks and switches)")
+    last_service_s = property(lambda self: self._j.last_service_s, doc="length of its last active stretch")
+    wait_since = property(lambda self: self._j.wait_since, doc="when its current inactive stretch began")
+    lease = property(lambda self: self._j.lease, doc="GPUs leased to the job (gang policies), or None")
+
+    @property
+    def remaining_ref_s(self) -> float:
+        """Clairvoyant remaining stand-alone time on n reference GPUs."""
+        j = self._j
+        left = (j.rounds - j.round) * (j.ref_task_s + j.ideal_sync)
+        return left - (j.done_in_round + j.running) / max(1, j.n) * j.ref_task_s
+
+
+class RoundsView:
+    """What a rounds-model policy sees at a pass (nothing here changes state)."""
+
+    def __init__(self, model: RoundsModel) -> None:
+        self._m = model
+
+    now = property(lambda self: self._m.ctx.now)
+    cluster = property(lambda self: self._m.cluster)
+    rng = property(lambda self: self._m.rng)
+
+    @property
+    def jobs(self) -> list[RoundJobView]:
+        """Arrived, unfinished jobs in arrival order."""
+        return self._m.active_views()
+
+    @property
+    def job_events(self) -> bool:
+        """A job arrived or finished, or a GPU outside any lease became idle, since the last pass."""
+        return self._m.job_events
+
+    def idle_gpus(self) -> list[int]:
+        """GPUs with no running task and no lease, ascending."""
+        m = self._m
+        return [g for g in range(m.cluster.num_gpus) if m.gpu_job[g] is None and m.gpu_lease[g] is None]
+
+    def running_on(self, gpu: int) -> str | None:
+        """Id of the job whose task runs on ``gpu``, or None."""
+        return self._m.gpu_job[gpu]
+
+    def free_at(self, gpu: int) -> float:
+        """When ``gpu`` finishes its current task (now if idle)."""
+        m = self._m
+        return m.gpu_until[gpu] if m.gpu_job[gpu] is not None else m.ctx.now
+
+    def leased_by(self, gpu: int) -> str | None:
+        return self._m.gpu_lease[gpu]
+
+    def gpu_type(self, gpu: int) -> str:
+        return self._m.cluster.gpu_type[gpu]
+
+    def switch_cost(self, job: RoundJobView, gpu: int) -> float:
+        return 0.0 if self._m.gpu_last[gpu] == job.job_id else job.switch_s
+
+    def task_time(self, job: RoundJobView, gpu: int) -> float:
+        return job._j.task_s[self._m.cluster.gpu_type[gpu]]
+
+
+class RoundsModel(ExecutionModel):
+    name = "rounds"
+    description = "tasks of a round on any GPUs (relaxed synchronisation) or gang leases; heterogeneous; paper scale"
+    decision_types = (RunTask, Start, Preempt)
+    options = frozenset({"perf_model", "perf_params", "model_params"})
+
+    def __init__(self, cluster: Cluster, catalog: ModelCatalog, requirements: Requirements,
+                 settings: ModelSettings) -> None:
+        super().__init__(cluster, catalog, requirements, settings)
+        mp = dict(settings.model_params)
+        unknown = sorted(set(mp) - {"max_rounds", "switch_frac", "switch_s"})
+        if unknown:
+            raise ConfigError(f"unknown model parameter(s) {unknown} for the rounds model; it takes max_rounds, "
+                              "switch_frac, switch_s", field="model_param")
+        self.max_rounds = mp.get("max_rounds", 100)
+        self.switch_frac = mp.get("switch_frac", 0.05)
+        self.switch_s = mp.get("switch_s")
+        if isinstance(self.max_rounds, bool) or not isinstance(self.max_rounds, int) or self.max_rounds < 1:
+            raise ConfigError("max_rounds must be a positive integer", field="model_param")
+        for name, v in (("switch_frac", self.switch_frac), ("switch_s", self.switch_s)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
+                                  or v < 0):
+                raise ConfigError(f"{name} must be a finite number >= 0", field="model_param")
+        self.perf = make_perf_model(settings.perf_model or "maxmin", cluster, **settings.perf_params)
+        G = cluster.num_gpus
+        self.gpu_job: list[str | None] = [None] * G
+        self.gpu_until: list[float] = [0.0] * G
+        self.gpu_last: list[str | None] = [None] * G
+        self.gpu_lease: list[str | None] = [None] * G
+        self.gpu_task: list[tuple[float, float, float]] = [(0.0, 0.0, 0.0)] * G  # (active at start, switch, p)
+        self.jobs: dict[str, RoundJob] = {}
+        self.views: dict[str, RoundJobView] = {}
+        self.job_events = True
+        self._active: list[RoundJob] = []
+        self._active_dirty = True
+        self._busy = 0
+        self._ideal_cache: dict[tuple[str, int], tuple[float, float, float] | None] = {}
+        self._view = RoundsView(self)
+
+    # ---------------------------------------------------------------- helpers
+    def sync_alone(self, profile: ModelProfile, gpus: Sequence[int]) -> float:
+        """One real round's synchronisation alone on ``gpus`` (distinct GPUs; 0 for one GPU)."""
+        gs = tuple(sorted(set(gpus)))
+        if len(gs) <= 1:
+            return 0.0
+        return self.perf.isolated(Placement("__sync__", gs, profile)).comm_s
+
+    def _speed(self, profile: ModelProfile, t: str) -> float:
+        return profile.speed_on(t, self.cluster.gpu_types[t].speed)
+
+    def _ideal(self, profile: ModelProfile, n: int) -> tuple[float, float, float] | None:
+        """(reference round, ideal round, its synchronisation) per real round; see the module docstring."""
+        key = (profile.name, n)
+        if key in self._ideal_cache:
+            return self._ideal_cache[key]
+        c = self.cluster
+        width = min(n, c.num_gpus)  # a relaxed-sync job larger than the cluster runs its rounds on fewer GPUs
+        ref = ideal_times(c, width, profile.compute_s, lambda t: self._speed(profile, t),
+                          lambda gpus: self.sync_alone(profile, gpus))
+        out: tuple[float, float, float] | None = None
+        if ref is not None:
+            best = (math.inf, 0.0)
+            speeds = {t: self._speed(profile, t) for t in c.gpu_types}
+            for s in sorted(set(speeds.values()), reverse=True):
+                allowed = {t for t, v in speeds.items() if v >= s}
+                for k in range(1, width + 1):
+                    gpus = c.consolidated_gpus(k, types=allowed)
+                    if gpus is None:
+                        break
+                    sp = [speeds[c.gpu_type[g]] for g in gpus]
+                    compute = max(n * profile.compute_s / sum(sp), profile.compute_s / max(sp))
+                    sync = self.sync_alone(profile, gpus)
+                    if compute + sync < best[0]:
+                        best = (compute + sync, sync)
+            out = (ref.reference_iter_s, best[0], best[1])
+        self._ideal_cache[key] = out
+        return out
+
+    def _refresh_active(self) -> list[RoundJob]:
+        if self._active_dirty:
+            self._active = [j for j in self.jobs.values() if j.arrived and not j.done]
+            self._active_dirty = False
+        return self._active
+
+    def active_views(self) -> list[RoundJobView]:
+        return [self.views[j.job_id] for j in self._refresh_active()]
+
+    def _set_active(self, job: RoundJob) -> None:
+        now = self.ctx.now
+        if job.active and job.active_since is None:
+            job.active_since = now
+        elif not job.active and job.active_since is not None:
+            stretch = now - job.active_since
+            job.run_s += stretch
+            job.last_service_s = stretch
+            job.active_since = None
+            job.wait_since = now
+
+    # ---------------------------------------------------------------- per job
+    def new_state(self, spec: JobSpec, profile: ModelProfile, seq: int) -> RoundJob:
+        job = RoundJob(spec=spec, profile=profile, seq=seq, weight=spec.weight)
+        self.jobs[spec.job_id] = job
+        self.views[spec.job_id] = RoundJobView(job)
+        return job
+
+    def prepare(self, st: JobState) -> str:
+        assert isinstance(st, RoundJob)
+        spec, prof, c = st.spec, st.profile, self.cluster
+        if self.requirements.gang and spec.num_gpus > c.num_gpus:
+            return f"asks for {spec.num_gpus} GPUs at once (gang policy); the cluster has {c.num_gpus}"
+        ideal = self._ideal(prof, spec.num_gpus)
+        assert ideal is not None
+        reference, ideal_round, ideal_sync = ideal
+        real = float(spec.iterations) if spec.iterations is not None else spec.duration_s / reference  # type: ignore[operator]
+        rounds = max(1, min(self.max_rounds, math.ceil(real - 1e-9)))
+        m = real / rounds
+        st.n, st.rounds, st.scale, st.work = spec.num_gpus, rounds, m, real
+        st.task_s = {t: m * prof.compute_s / self._speed(prof, t) for t in c.gpu_types}
+        st.ref_task_s = m * prof.compute_s
+        st.p_best = min(st.task_s.values())
+        st.switch_cost = self.switch_s if self.switch_s is not None else self.switch_frac * prof.compute_s
+        st.ideal_iter_s = ideal_round
+        st.ideal_round, st.ideal_sync = m * ideal_round, m * ideal_sync
+        return ""
+
+    def arrive(self, st: JobState) -> None:
+        assert isinstance(st, RoundJob)
+        st.arrived = True
+        st.ready = st.n
+        st.wait_since = self.ctx.now
+        st.release_active = 0.0
+        self._active_dirty = True
+        self.job_events = True
+
+    # ---------------------------------------------------------------- events
+    def on_event(self, kind: int, key: str, version: int) -> None:
+        job = self.jobs[key]
+        if kind == DONE:
+            self._on_done(job, version)
+        else:
+            self._on_release(job)
+
+    def wants_pass(self, woken: bool) -> bool:
+        return True
+
+    def view(self) -> RoundsView:
+        return self._view
+
+    def apply(self, decisions: Sequence[Any]) -> bool:
+        for d in decisions:
+            if isinstance(d, Preempt):
+                job = self._live(d.job_id)
+                if job.lease is None:
+                    raise SimulationError(f"t={self.ctx.now}: Preempt {job.job_id}: it holds no lease")
+                self._drop_lease(job)
+                job.preemptions += 1
+                self._set_active(job)
+        for d in decisions:
+            if isinstance(d, Start):
+                self._lease(d)
+            elif isinstance(d, RunTask):
+                job = self._live(d.job_id)
+                if self.gpu_lease[d.gpu] not in (None, job.job_id):
+                    raise SimulationError(f"t={self.ctx.now}: GPU {d.gpu} is leased to {self.gpu_lease[d.gpu]}")
+                self._start_task(job, d.gpu)
+        for job in self._refresh_active():
+            if job.lease is not None:
+                self._run_lease(job)
+        self.job_events = False
+        return bool(decisions)
+
+    # ---------------------------------------------------------------- observation
+    def busy_gpus(self) -> int:
+        return self._busy
+
+    def counts(self) -> tuple[int, int]:
+        act = self._refresh_active()
+        running = sum(1 for j in act if j.active)
+        return len(act) - running, running
+
+    def unfinished(self) -> list[str]:
+        return [j.job_id for j in self.jobs.values() if j.arrived and not j.done]
+
+    def physics(self) -> tuple[str, dict[str, Any]]:
+        return self.perf.name, {**self.perf.params(), "max_rounds": self.max_rounds,
+                                "switch_frac": self.switch_frac, "switch_s": self.switch_s}
+
+    def finish_checks(self) -> None:
+        if self._busy or any(g is not None for g in self.gpu_job) or any(g is not None for g in self.gpu_lease):
+            raise SimulationError("rounds model: GPUs still held after every job finished")
+
+    # ---------------------------------------------------------------- internals
+    def _recount_busy(self, g: int, before: bool) -> None:
+        after = self.gpu_job[g] is not None or self.gpu_lease[g] is not None
+        self._busy += int(after) - int(before)
+
+    def _held(self, g: int) -> bool:
+        return self.gpu_job[g] is not None or self.gpu_lease[g] is not None
+
+    def _live(self, job_id: str) -> RoundJob:
+        job = self.jobs.get(job_id)
+        if job is None or not job.arrived or job.done:
+            raise SimulationError(f"t={self.ctx.now}: decision for a job that is not active: {job_id!r}")
+        return job
+
+    def _lease(self, d: Start) -> None:
+        now = self.ctx.now
+        job = self._live(d.job_id)
+        if job.lease is not None:
+            raise SimulationError(f"t={now}: {job.job_id} already holds a lease")
+        if len(d.gpus) != job.n or len(set(d.gpus)) != job.n:
+            raise SimulationError(f"t={now}: lease for {job.job_id} needs {job.n} distinct GPUs")
+        for g in d.gpus:
+            if self.gpu_lease[g] is not None or self.gpu_job[g] not in (None, job.job_id):
+                raise SimulationError(f"t={now}: GPU {g} is not free for {job.job_id}'s lease")
+        for g in d.gpus:
+            before = self._held(g)
+            self.gpu_lease[g] = job.job_id
+            self._recount_busy(g, before)
+        job.lease = tuple(d.gpus)
+        self._set_active(job)
+
+    def _drop_lease(self, job: RoundJob) -> None:
+        for g in job.lease or ():
+            before = self._held(g)
+            self.gpu_lease[g] = None
+            self._recount_busy(g, before)
+        job.lease = None
+        self.job_events = True
+
+    def _start_task(self, job: RoundJob, g: int) -> None:
+        now = self.ctx.now
+        if job.ready <= 0:
+            raise SimulationError(f"t={now}: {job.job_id} has no ready task for GPU {g}")
+        if self.gpu_job[g] is not None:
+            raise SimulationError(f"t={now}: GPU {g} is busy with {self.gpu_job[g]}")
+        o = 0.0 if self.gpu_last[g] == job.job_id else job.switch_cost
+        if o > 0:
+            job.switches += 1
+        p = job.task_s[self.cluster.gpu_type[g]]
+        dur = o + p
+        self.gpu_task[g] = (job.active_total(now), o, p)
+        job.ready -= 1
+        job.running += 1
+        job.gpu_busy_s += dur
+        job.gpus_used.add(g)
+        job.round_gpus.append(g)
+        if job.first_start is None:
+            job.first_start = now
+        before = self._held(g)
+        self.gpu_job[g] = job.job_id
+        self._recount_busy(g, before)
+        self.gpu_last[g] = job.job_id
+        self.gpu_until[g] = now + dur
+        self._set_active(job)
+        self.ctx.push(now + dur, DONE, job.job_id, g)
+
+    def _run_lease(self, job: RoundJob) -> None:
+        if job.lease is None or job.ready != job.n or job.running:
+            return
+        if any(self.gpu_job[g] is not None for g in job.lease):
+            return
+        for g in job.lease:
+            self._start_task(job, g)
+
+    def _on_done(self, job: RoundJob, g: int) -> None:
+        now = self.ctx.now
+        before = self._held(g)
+        self.gpu_job[g] = None
+        self._recount_busy(g, before)
+        if self.gpu_lease[g] is None:
+            self.job_events = True
+        job.running -= 1
+        job.done_in_round += 1
+        job.tasks_done += 1
+        job.attained_ref_s += job.ref_task_s
+        if job.done_in_round > job.n:
+            raise SimulationError(f"{job.job_id}: round {job.round} ran {job.done_in_round} > {job.n} tasks")
+        if job.done_in_round == job.n:
+            if job.ready or job.running:
+                raise SimulationError(f"{job.job_id}: round {job.round} complete with tasks outstanding")
+            job.last_gpus = tuple(job.round_gpus)
+            sync = job.scale * self.sync_alone(job.profile, job.round_gpus)
+            self._account_round(job, self.gpu_task[g], sync)
+            job.round_gpus = []
+            job.syncing = True
+            job.sync_now = sync
+            self.ctx.push(now + sync, RELEASE, job.job_id)
+        self._set_active(job)
+
+    def _account_round(self, job: RoundJob, crit: tuple[float, float, float], sync: float) -> None:
+        """Attribute the round's excess over the ideal (module docstring). Uses active time up to the critical task's
+        start; the synchronisation that follows is active by construction."""
+        active_at_start, o, p = crit
+        waited = active_at_start - job.release_active
+        total = waited + o + p + sync
+        left = total - job.ideal_round
+        if left < -1e-9 * max(1.0, total):
+            raise SimulationError(f"t={self.ctx.now}: {job.job_id} round {job.round} took {total} s, below its "
+                                  f"ideal {job.ideal_round} s")
+        left = max(left, 0.0)
+        parts = []
+        for amount in (o, p - job.p_best, sync - job.ideal_sync):
+            x = min(max(amount, 0.0), left)
+            parts.append(x)
+            left -= x
+        job.switch_s += parts[0]
+        job.hetero_s += parts[1]
+        job.spread_s += parts[2]
+        job.sharing_s += left
+        job.comm_s += sync
+
+    def _on_release(self, job: RoundJob) -> None:
+        job.syncing = False
+        job.round += 1
+        job.done_in_round = 0
+        if job.round >= job.rounds:
+            self._finish(job)
+            return
+        job.ready = job.n
+        job.release_active = job.active_total(self.ctx.now)
+        self._set_active(job)
+
+    def _finish(self, job: RoundJob) -> None:
+        if job.tasks_done != job.rounds * job.n:
+            raise SimulationError(f"{job.job_id}: finished with {job.tasks_done} of {job.rounds * job.n} tasks")
+        if job.lease is not None:
+            self._drop_lease(job)
+        job.finish = self.ctx.now
+        self._set_active(job)
+        self._active_dirty = True
+        self.job_events = True
+        c = self.cluster
+        servers = {c.gpu_server[g] for g in job.gpus_used}
+        job.placements = len(job.gpus_used)
+        job.max_servers = len(servers)
+        job.max_racks = len({c.server_rack[s] for s in servers})
+        job.status = JobStatus.DONE
+        self.ctx.complete(job)

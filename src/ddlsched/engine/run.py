@@ -1,0 +1,104 @@
+"""The one entry every policy family runs through: pick the execution model the policy requires, check the
+options against it, run the core. (Loading traces and clusters is ``ddlsched.api.simulate``'s job.)"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddlsched.cluster.topology import Cluster
+from ddlsched.engine.core import Core, Progress
+from ddlsched.engine.fluid import FluidModel
+from ddlsched.engine.model import ExecutionModel, ModelSettings, Requirements
+from ddlsched.engine.result import SimResult
+from ddlsched.engine.rounds import RoundsModel
+from ddlsched.engine.taskdag import TaskDagModel
+from ddlsched.errors import ConfigError
+from ddlsched.workload.jobspec import JobSpec
+from ddlsched.workload.profiles import ModelCatalog
+
+MODELS: dict[str, type[ExecutionModel]] = {m.name: m for m in (FluidModel, TaskDagModel, RoundsModel)}
+DEFAULT_RESTART_PENALTY_S = 30.0
+
+_FLAGS = {"perf_model": "--perf-model", "perf_params": "--perf-param", "model_params": "--model-param",
+          "restart_penalty_s": "--restart-penalty"}
+
+
+@dataclass
+class SimConfig:
+    """Engine options. ``None`` / empty means "the execution model's default"; an option given explicitly that the
+    policy's execution model does not use is an error (never silently ignored)."""
+
+    perf_model: str | None = None
+    perf_params: dict[str, Any] = field(default_factory=dict)
+    model_params: dict[str, Any] = field(default_factory=dict)
+    restart_penalty_s: float | None = None
+    seed: int = 0
+    record_timeseries: bool = True
+    audit: bool = False
+
+    def given(self) -> list[str]:
+        """Names of the options set explicitly."""
+        out = []
+        if self.perf_model is not None:
+            out.append("perf_model")
+        if self.perf_params:
+            out.append("perf_params")
+        if self.model_params:
+            out.append("model_params")
+        if self.restart_penalty_s is not None:
+            out.append("restart_penalty_s")
+        return out
+
+
+_CATALOG: ModelCatalog | None = None
+
+
+def default_catalog() -> ModelCatalog:
+    """The bundled model profiles with their measured per-GPU-type speeds (the same for every model)."""
+    global _CATALOG
+    if _CATALOG is None:
+        from ddlsched.workload.gpu_speeds import catalog_with_gpu_speeds
+
+        _CATALOG = catalog_with_gpu_speeds()
+    return _CATALOG
+
+
+def requirements_of(policy: Any) -> Requirements:
+    req = getattr(policy, "requirements", None)
+    if not isinstance(req, Requirements):
+        raise ConfigError(f"{type(policy).__name__} is not a ddlsched Policy (no Requirements); subclass "
+                          "ddlsched.Policy", field="policy")
+    return req
+
+
+def build_model(cluster: Cluster, policy: Any, config: SimConfig, catalog: ModelCatalog) -> ExecutionModel:
+    req = requirements_of(policy)
+    cls = MODELS.get(req.model)
+    if cls is None:
+        raise ConfigError(f"policy {policy.name!r} needs execution model {req.model!r}; known: {', '.join(MODELS)}",
+                          field="policy")
+    for opt in config.given():
+        if opt not in cls.options:
+            raise ConfigError(f"does not apply to policy {policy.name!r}: it runs on the {cls.name} "
+                              f"execution model ({cls.description}), which takes "
+                              f"{', '.join(sorted(_FLAGS[o] for o in cls.options)) or 'no options'}",
+                              field=_FLAGS[opt])
+    penalty = DEFAULT_RESTART_PENALTY_S if config.restart_penalty_s is None else config.restart_penalty_s
+    settings = ModelSettings(perf_model=config.perf_model, perf_params=dict(config.perf_params),
+                             model_params={**req.model_params, **config.model_params},
+                             restart_penalty_s=penalty, seed=config.seed)
+    return cls(cluster, catalog, req, settings)
+
+
+def run_simulation(cluster: Cluster, jobs: Sequence[JobSpec], policy: Any, config: SimConfig | None = None, *,
+                   catalog: ModelCatalog | None = None, progress: Progress | None = None,
+                   skipped: int = 0) -> SimResult:
+    """Run ``policy`` over ``jobs`` on ``cluster`` and return the result (records, time series, counters)."""
+    config = config or SimConfig()
+    model = build_model(cluster, policy, config, catalog or default_catalog())
+    policy.reset()
+    core = Core(jobs, policy, model, record_timeseries=config.record_timeseries, audit=config.audit,
+                progress=progress, skipped=skipped)
+    return core.run()

@@ -1,0 +1,94 @@
+"""The metric vocabulary: every per-job record column and every summary key, defined once.
+
+Every execution model fills the same record columns with the same meaning (``docs/metrics.md`` is generated
+from this module; a test keeps them in sync). Times are seconds.
+
+The run-time identity every model satisfies for every completed job (checked on every run)::
+
+    run_s = ideal_run_s + contention_s + spread_s + sharing_s + hetero_s + switch_s + restart_s
+
+and ``jct_s = queue_s + run_s``. Each cause is ≥ 0; a cause a model does not have is 0 (see the model table in
+``docs/engine.md``).
+"""
+
+from __future__ import annotations
+
+RECORD_FIELDS: dict[str, str] = {
+    "job_id": "the job's id in the trace",
+    "model": "the job's DNN model (profile name)",
+    "num_gpus": "GPUs (workers) the job asks for",
+    "user": "user, virtual cluster or group from the trace ('' if none)",
+    "arrival_s": "submission time",
+    "first_start_s": "time the job first started running",
+    "finish_s": "completion time",
+    "jct_s": "job completion time = finish_s − arrival_s",
+    "queue_s": "time waiting for resources = jct_s − run_s (before the first start, after preemptions, and "
+               "— in the rounds model — while none of its tasks ran)",
+    "run_s": "time the job held resources and made progress or paid a cost of running (jct_s − queue_s)",
+    "ideal_run_s": "run time alone on an empty cluster, consolidated (fewest servers, one rack), on the GPU "
+                   "types fastest for its model: a lower bound on run_s",
+    "comm_s": "time spent communicating (gradient synchronisation), contention included",
+    "comm_overhead_s": "communication excess = contention_s + spread_s (communication only)",
+    "contention_s": "extra communication time caused by other jobs sharing links/NICs (or waiting for a "
+                    "transfer to be admitted) beyond the job's own placement alone",
+    "spread_s": "extra communication time of the job's placement alone over its ideal (consolidated) placement",
+    "sharing_s": "extra compute time from GPU sharing: co-location interference, gradient accumulation, and "
+                 "waiting for a time-shared GPU held by another task",
+    "hetero_s": "extra compute time from running on GPU types slower (for its model) than the ideal ones",
+    "switch_s": "task-switching overhead paid when a GPU changes from another job's task to this job's",
+    "restart_s": "time lost restarting after preemptions (restart penalty, no progress)",
+    "iterations": "training iterations (or synchronisation rounds) the job ran",
+    "preemptions": "times the job was preempted",
+    "placements": "times the job was (re)placed (fluid, task DAG) or distinct GPUs it used (rounds)",
+    "servers": "most servers the job's GPUs spanned at once (rounds: servers of the GPUs it used)",
+    "racks": "most racks the job's GPUs spanned at once (rounds: racks of the GPUs it used)",
+    "last_gpus": "GPUs of its last placement (rounds: of its last round), space-separated",
+}
+
+CAUSES: tuple[str, ...] = ("contention_s", "spread_s", "sharing_s", "hetero_s", "switch_s", "restart_s")
+"""The causes of run-time excess over the ideal, in record order."""
+
+SUMMARY_FIELDS: dict[str, str] = {
+    "policy": "policy name",
+    "execution_model": "execution model that ran the policy (fluid, taskdag, rounds)",
+    "cluster": "cluster name",
+    "cluster_gpus": "GPUs in the cluster",
+    "perf_model": "physics model (network / sharing) of the run",
+    "seed": "the run's seed",
+    "jobs": "jobs read (rows of the trace accepted by the loader plus rows skipped) = jobs_completed + "
+            "jobs_rejected + jobs_unfinished + jobs_skipped",
+    "jobs_completed": "jobs that finished",
+    "jobs_rejected": "jobs refused as impossible on this cluster (see rejected.csv)",
+    "jobs_unfinished": "jobs still pending or running when the simulation stopped",
+    "jobs_skipped": "invalid trace rows skipped by the loader (--skip-invalid)",
+    "avg_jct_s": "mean JCT over completed jobs",
+    "median_jct_s": "median JCT over completed jobs",
+    "p95_jct_s": "95th-percentile JCT (linear interpolation) over completed jobs",
+    "p99_jct_s": "99th-percentile JCT (linear interpolation) over completed jobs",
+    "makespan_s": "last finish − first arrival over completed jobs",
+    "avg_queueing_s": "mean queue_s over completed jobs",
+    "avg_run_s": "mean run_s over completed jobs",
+    "avg_comm_s": "mean comm_s over completed jobs",
+    "comm_overhead_s": "mean comm_overhead_s over completed jobs",
+    "comm_overhead_pct": "100 · Σ comm_overhead_s / Σ run_s: the share of run time lost to communication excess",
+    "contention_pct": "100 · Σ contention_s / Σ run_s",
+    "spread_pct": "100 · Σ spread_s / Σ run_s",
+    "sharing_pct": "100 · Σ sharing_s / Σ run_s",
+    "hetero_pct": "100 · Σ hetero_s / Σ run_s",
+    "switch_pct": "100 · Σ switch_s / Σ run_s",
+    "restart_pct": "100 · Σ restart_s / Σ run_s",
+    "median_slowdown": "median over completed jobs of run_s / ideal_run_s (1 = every job ran as if alone, "
+                       "consolidated, on its fastest GPUs)",
+    "gpu_utilization": "time-average of GPUs held by at least one job, over the makespan, ÷ cluster GPUs "
+                       "(the same quantity the time series samples as busy_gpus)",
+    "offered_load": "Σ over completed jobs of GPUs × ideal_run_s ÷ (cluster GPUs × arrival span): > 1 means "
+                    "more work arrives than the cluster could do even with ideal placements",
+    "preemptions": "total preemptions",
+}
+
+TIMESERIES_FIELDS: dict[str, str] = {
+    "time_s": "instant of the sample (a row is written when a value changes)",
+    "busy_gpus": "GPUs held by at least one job from this instant on",
+    "pending": "jobs waiting (arrived, not running)",
+    "running": "jobs running (holding GPUs; rounds: with a task running, synchronising or a lease)",
+}
