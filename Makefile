@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(VENV)/bin/ddlsched compare --trace data/traces/philly_pollux/philly.csv --cluster philly512 \
-		--max-jobs 3000 --load-scale 1.5 --report --out results/demo \
+		--max-jobs 3000 --load-scale 1.5 --report --out results/demo --overwrite \
 		--policies fifo+consolidated,fifo+first_fit,sjf+consolidated,tiresias+consolidated,delay-sched
 
 test: $(STAMP)

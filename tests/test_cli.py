@@ -42,7 +42,7 @@ def test_compare_prints_one_row_per_policy(tmp_path: Path):
     r = CliRunner().invoke(cli, ["compare", "--trace", MURI, "--cluster", "rack256", "--max-jobs", "60",
                                  "--policies", "fifo,sjf+first_fit,srtf", "--out", str(tmp_path), "--quiet"])
     assert r.exit_code == 0, r.output
-    for p in ("fifo", "sjf+first_fit", "srtf"):
+    for p in ("fifo+consolidated", "sjf+first_fit", "srtf+consolidated"):  # folders: resolved policy names
         assert p in r.output
         assert (tmp_path / p / "summary.json").exists()
     assert len((tmp_path / "comparison.csv").read_text().strip().splitlines()) == 4

@@ -120,11 +120,11 @@ def test_compare_and_simulate_report_flags(tmp_path: Path) -> None:
     page = (cmp_out / "report.html").read_text()
     assert len(_images(page)) == len(PLOTS)
     assert "fifo+consolidated" in page and "sjf+consolidated" in page
-    load = json.loads((cmp_out / "fifo" / "summary.json").read_text())["offered_load"]
+    load = json.loads((cmp_out / "fifo+consolidated" / "summary.json").read_text())["offered_load"]
     assert f"offered load {load:.2f}" in page
     series = json.loads((cmp_out / PLOTS_DIR / "jct_cdf.json").read_text())["series"]
     assert list(series) == ["wang2020"]
-    jct = sorted(float(r["jct_s"]) / 3600 for r in _rows(cmp_out / "sjf" / "records.csv"))
+    jct = sorted(float(r["jct_s"]) / 3600 for r in _rows(cmp_out / "sjf+consolidated" / "records.csv"))
     assert series["wang2020"]["sjf+consolidated"]["x"] == pytest.approx(jct)
 
     sim_out = tmp_path / "sim"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+from typing import NoReturn
 
 import click
 
@@ -29,7 +31,9 @@ for _cmd in (simulate, compare, policies_cmd, reproduce, traces, sweep, report, 
 def main() -> None:
     try:
         cli.main(standalone_mode=False)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as e:
+        if isinstance(e.__cause__, KeyboardInterrupt):  # click turns an interrupt into Abort
+            _interrupted(e.__cause__)
         err_console.print("aborted")
         sys.exit(130)
     except click.ClickException as e:
@@ -38,9 +42,20 @@ def main() -> None:
     except DdlschedError as e:
         err_console.print(f"[red]error:[/] {e}")
         sys.exit(2)
-    except KeyboardInterrupt:
-        err_console.print("interrupted")
-        sys.exit(130)
+    except KeyboardInterrupt as e:
+        _interrupted(e)
+
+
+def _interrupted(e: KeyboardInterrupt) -> NoReturn:
+    """``interrupted``, exit 128 + signal: 130 for SIGINT (Ctrl-C), 143 for SIGTERM, 129 for SIGHUP."""
+    name = str(e.args[0]) if e.args and str(e.args[0]).startswith("SIG") else "SIGINT"
+    sig = getattr(signal, name, signal.SIGINT)
+    err_console.print("interrupted" if sig == signal.SIGINT else f"interrupted ({name})")
+    # CPython: under 'python -m', an interrupt that escaped an exec() of source text (e.g. a dataclass being
+    # created in a module being imported) makes the interpreter kill itself with SIGINT at exit, even though it
+    # was handled here; a completed exec() of source text clears that flag, so the exit status stays 128 + signal.
+    exec("")
+    sys.exit(128 + int(sig))
 
 
 __all__ = ["cli", "main"]

@@ -80,7 +80,7 @@ def load_inputs(kw: dict[str, Any]) -> tuple[Any, Any, list[str]]:
 
 
 def run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, jobs: list[Any], kw: dict[str, Any],
-             out: Path) -> dict[str, Any]:
+             out: Path, shown_as: Path | None = None) -> dict[str, Any]:
     from ddlsched.experiments.runner import simulate_run
     from ddlsched.metrics.output import write_run
 
@@ -103,7 +103,8 @@ def run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, jobs:
                         extra={"trace": str(kw["trace_path"]), "load_scale": kw["load_scale"]})
     if result.rejected:
         err_console.print(f"[yellow]warning:[/] {len(result.rejected)} job(s) rejected as impossible on "
-                          f"{cluster.name} (see {out / 'rejected.csv'}); first: {result.rejected[0]['reason']}")
+                          f"{cluster.name} (see {(shown_as or out) / 'rejected.csv'}); "
+                          f"first: {result.rejected[0]['reason']}")
     if result.unfinished:
         err_console.print(f"[yellow]warning:[/] {len(result.unfinished)} job(s) never finished under "
                           f"{policy_name}")

@@ -1,7 +1,12 @@
-"""``ddlsched simulate`` and ``ddlsched compare``: run policies on a trace and cluster, write result files."""
+"""``ddlsched simulate`` and ``ddlsched compare``: run policies on a trace and cluster, write result files.
+
+Result folders are complete or absent (docs/outputs.md): ``--out`` is checked before anything is simulated,
+each run is written beside its place and renamed in with a ``manifest.json`` written last.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -18,19 +23,54 @@ from ddlsched.cli.common import (
 )
 from ddlsched.errors import InputError
 
+OVERWRITE_HELP = "Replace a non-empty --out; the old results are removed only once the new run is complete."
+
+
+def _note(line: str) -> None:
+    err_console.print(f"note: {line}")
+
+
+def run_inputs(kw: dict[str, Any], policy: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Everything that determines a run's results (stored in its manifest; ``compare --resume`` compares it)."""
+    from ddlsched import __version__
+    from ddlsched.metrics.manifest import file_digest
+
+    def digest(path: str) -> str | None:
+        p = Path(path)
+        return file_digest(p)["sha256"] if p.is_file() else None
+
+    return {"ddlsched": __version__, "policy": policy, "policy_params": params,
+            "trace": str(kw["trace_path"]), "trace_sha256": digest(kw["trace_path"]), "format": kw["fmt"],
+            "columns": list(kw["columns"]), "time_unit": kw["time_unit"], "skip_invalid": kw["skip_invalid"],
+            "max_jobs": kw["max_jobs"], "load_scale": kw["load_scale"], "cluster": kw["cluster_spec"],
+            "cluster_sha256": digest(kw["cluster_spec"]), "perf_model": kw["perf_model"],
+            "perf_params": parse_kv(kw["perf_param"], "perf-param"), "restart_penalty_s": kw["restart_penalty"],
+            "seed": kw["seed"], "parquet": kw["parquet"]}
+
 
 @click.command()
 @trace_options
 @click.option("--policy", required=True, help="Policy name (see 'ddlsched policies').")
 @click.option("--policy-param", multiple=True, metavar="KEY=VALUE", help="Policy parameter (JSON values).")
-@click.option("--out", type=click.Path(file_okay=False), required=True, help="Output directory.")
+@click.option("--out", type=click.Path(file_okay=False), required=True,
+              help="Output directory (new or empty; see --overwrite).")
+@click.option("--overwrite", is_flag=True, help=OVERWRITE_HELP)
 @click.option("--report", "make_report", is_flag=True, help="Also write report.html/report.md in --out.")
-def simulate(policy: str, policy_param: tuple[str, ...], out: str, make_report: bool, **kw: Any) -> None:
+def simulate(policy: str, policy_param: tuple[str, ...], out: str, overwrite: bool, make_report: bool,
+             **kw: Any) -> None:
     """Simulate one policy on a trace and cluster; write summary.json, records and a time series."""
-    cluster, jobs, notes = load_inputs(kw)
-    for n in notes:
-        err_console.print(f"note: {n}")
-    summary = run_one(policy, parse_kv(policy_param, "policy-param"), cluster, jobs, kw, Path(out))
+    from ddlsched.metrics.atomic import staged
+    from ddlsched.metrics.interrupts import interrupts_raise
+
+    params = parse_kv(policy_param, "policy-param")
+    with interrupts_raise(), staged(Path(out), overwrite=overwrite, note=_note) as st:
+        cluster, jobs, notes = load_inputs(kw)
+        for n in notes:
+            _note(n)
+        # --- the simulation
+        summary = run_one(policy, params, cluster, jobs, kw, st.tmp, shown_as=Path(out))
+        # ---
+        st.commit("run", run_inputs(kw, str(summary.get("policy", policy)), params))
     console.print(f"{cluster.describe()}; {len(jobs)} jobs; offered load {summary.get('offered_load', 0):.2f}")
     console.print(summary_table([summary], f"{policy} on {cluster.name}"))
     console.print(f"results in {out}/")
@@ -40,34 +80,75 @@ def simulate(policy: str, policy_param: tuple[str, ...], out: str, make_report: 
 @click.command()
 @trace_options
 @click.option("--policies", required=True, help="Comma-separated policy names.")
-@click.option("--out", type=click.Path(file_okay=False), required=True, help="Output directory.")
+@click.option("--out", type=click.Path(file_okay=False), required=True,
+              help="Output directory (new or empty; see --overwrite, --resume).")
+@click.option("--overwrite", is_flag=True, help=OVERWRITE_HELP)
+@click.option("--resume", is_flag=True,
+              help="Finish the compare in --out: keep policies whose folder is complete with the same inputs, "
+                   "run the others.")
 @click.option("--report", "make_report", is_flag=True, help="Also write report.html/report.md in --out.")
-def compare(policies: str, out: str, make_report: bool, **kw: Any) -> None:
-    """Run several policies on the same trace and cluster; one row per policy."""
-    names = [p.strip() for p in policies.split(",") if p.strip()]
-    if not names:
-        raise InputError("no policy given", field="--policies")
-    from ddlsched.policies import make_policy
+def compare(policies: str, out: str, overwrite: bool, resume: bool, make_report: bool, **kw: Any) -> None:
+    """Run several policies on the same trace and cluster; one row per policy, one folder per policy.
 
-    for n in names:
-        make_policy(n)  # fail fast on an unknown name, before any long run
-    cluster, jobs, notes = load_inputs(kw)
-    for n in notes:
-        err_console.print(f"note: {n}")
+    Folders and table rows use the resolved policy name (``fifo`` → ``fifo+consolidated``).
+    """
+    from ddlsched.metrics.atomic import pause_for_test
+    from ddlsched.metrics.compare_out import open_compare
+    from ddlsched.metrics.interrupts import interrupts_raise
+
+    given = _resolve(policies)  # folder (resolved name) → name as given; fails fast on an unknown name
+    folders = list(given)
+    inputs = {f: run_inputs(kw, f, {}) for f in folders}
+    shared = {k: v for k, v in inputs[folders[0]].items() if k not in ("policy", "policy_params")}
     rows = []
-    for n in names:
-        rows.append(run_one(n, {}, cluster, jobs, kw, Path(out) / n.replace("/", "_")))
-        if not kw["quiet"]:
-            err_console.print(f"done: {n} ({rows[-1]['_wall_s']:.1f} s wall)")
+    with interrupts_raise(), open_compare(Path(out), folders, inputs, shared, overwrite=overwrite,
+                                          resume=resume, note=_note) as target:
+        cluster, jobs, notes = load_inputs(kw)
+        for n in notes:
+            _note(n)
+        for f in folders:
+            if target.is_done(f):
+                rows.append(_done_row(target.root / f))
+                _note(f"kept {f}: its folder is complete and has the same inputs (--resume)")
+                continue
+            with target.policy_dir(f) as st:
+                # --- the simulation
+                rows.append(run_one(given[f], {}, cluster, jobs, kw, st.tmp, shown_as=Path(out) / f))
+                # ---
+                target.commit_policy(st, f)
+            if not kw["quiet"]:
+                err_console.print(f"done: {f} ({rows[-1]['_wall_s']:.1f} s wall)")
+            pause_for_test("policy-done")
+        target.finish(shared)
     load = rows[0].get("offered_load") or 0.0
     console.print(f"{cluster.describe()}; {len(jobs)} jobs; offered load {load:.2f}")
     console.print(summary_table(rows, f"policies on {cluster.name}"))
-    from ddlsched.metrics.output import write_records
-
-    write_records(Path(out) / "comparison.csv",
-                  [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows])
     console.print(f"results in {out}/ (comparison.csv, one folder per policy)")
     _maybe_report(make_report, out)
+
+
+def _resolve(policies: str) -> dict[str, str]:
+    """Resolved policy name (also the folder name) → the name given; two names for one policy are an error."""
+    from ddlsched.policies import make_policy
+
+    names = [p.strip() for p in policies.split(",") if p.strip()]
+    if not names:
+        raise InputError("no policy given", field="--policies")
+    folders: dict[str, str] = {}
+    for n in names:
+        f = make_policy(n).name.replace("/", "_")
+        if f in folders:
+            raise InputError(f"{folders[f]!r} and {n!r} are the same policy ({f})", field="--policies")
+        folders[f] = n
+    return folders
+
+
+def _done_row(d: Path) -> dict[str, Any]:
+    """The table row of a kept policy folder (its summary, wall time and events from run.json)."""
+    row: dict[str, Any] = json.loads((d / "summary.json").read_text())
+    run = json.loads((d / "run.json").read_text()) if (d / "run.json").is_file() else {}
+    row["_wall_s"], row["_events"] = run.get("wall_s") or 0.0, run.get("events")
+    return row
 
 
 def _maybe_report(make_report: bool, out: str) -> None:

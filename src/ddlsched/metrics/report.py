@@ -240,7 +240,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, tit
     """Write report.html, report.md, report_plots/*.png|json and report_table.csv; return report.html."""
     root = Path(results_dir)
     out = Path(out_dir) if out_dir is not None else root
-    kind, runs = find_runs(root)
+    kind, runs = find_runs(root, hashes=True)  # complete runs only; refuses others naming what is missing
     data = build_data(runs)
     plots_dir = out / PLOTS_DIR
     plots_dir.mkdir(parents=True, exist_ok=True)
