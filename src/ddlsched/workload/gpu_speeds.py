@@ -1,4 +1,4 @@
-"""Per-GPU-type model speeds from measured profiles (ALGORITHMS.md §6.2 heterogeneity matrix).
+"""Per-GPU-type model speeds from measured profiles.
 
 ``speedup[model][gpu_type]`` = the model's speed on ``gpu_type`` relative to V100 (the catalogue's reference GPU,
 speed 1.0), so a task of the model takes ``compute_ms / speedup`` on that type. Sources, in
