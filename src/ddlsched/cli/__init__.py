@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import click
+from rich.markup import escape
 
 from ddlsched.cli.catalog import policies_cmd, reproduce
 from ddlsched.cli.common import err_console
@@ -36,7 +37,7 @@ def main() -> None:
         e.show()
         sys.exit(e.exit_code)
     except DdlschedError as e:
-        err_console.print(f"[red]error:[/] {e}")
+        err_console.print(f"[red]error:[/] {escape(str(e))}")  # escape: a message may quote '[...]' from a file
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted")
