@@ -55,6 +55,19 @@ def iter_lines(path: Path, *, max_bytes: int = MAX_LINE_BYTES) -> Iterator[str]:
             yield _decode(raw, path, line)
 
 
+def csv_error_message(e: csv.Error) -> str:
+    """A plain-words reason for a ``csv.Error`` (the caller adds file and line)."""
+    msg = str(e)
+    if "unexpected end of data" in msg:
+        return "a quote opened in this row is never closed (unbalanced quote)"
+    if "field larger than field limit" in msg:
+        return (f"a field is longer than {csv.field_size_limit():,} characters (the CSV field limit), or a quote "
+                "opened in this row is never closed")
+    if "new-line character seen in unquoted field" in msg:
+        return "bare carriage return (CR) inside a line; save the file with LF or CRLF line ends"
+    return f"malformed CSV: {msg}"
+
+
 def read_rows(path: Path, *, delimiter: str = ",") -> Iterator[tuple[int, list[str]]]:
     """Yield ``(line_number, fields)`` for every line that is not blank (whitespace only), line 1 being the
     first line of the file; fields are stripped of surrounding blanks. A line of empty fields (``,,``) is a row.
@@ -75,17 +88,7 @@ def read_rows(path: Path, *, delimiter: str = ",") -> Iterator[tuple[int, list[s
         except StopIteration:
             return
         except csv.Error as e:
-            msg = str(e)
-            if "unexpected end of data" in msg:
-                msg = "a quote opened in this row is never closed (unbalanced quote)"
-            elif "field larger than field limit" in msg:
-                msg = (f"a field is longer than {csv.field_size_limit():,} characters (the CSV field limit), "
-                       "or a quote opened in this row is never closed")
-            elif "new-line character seen in unquoted field" in msg:
-                msg = "bare carriage return (CR) inside a line; save the file with LF or CRLF line ends"
-            else:
-                msg = f"malformed CSV: {msg}"
-            raise InputError(msg, path=str(path), line=start) from None
+            raise InputError(csv_error_message(e), path=str(path), line=start) from None
         end = reader.line_num
         if end > start or any("\n" in c or "\r" in c for c in row):
             raise InputError(f"a quoted field spans lines {start}-{end}: a trace field may not contain a line "

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ddlsched.errors import InputError
+from ddlsched.workload.csvrows import csv_error_message
 from ddlsched.workload.loaders._common import check_file, iter_lines
 from ddlsched.workload.loaders.elasticflow import load_elasticflow
 from ddlsched.workload.loaders.folder import TRACE_SUFFIXES, list_trace_files, merge_traces
@@ -72,7 +73,7 @@ def _header_fields(p: Path, line: str) -> list[str]:
     try:
         return next(csv.reader([line], strict=True), [])
     except csv.Error as e:
-        raise InputError(f"malformed CSV header: {e}", path=str(p), line=1) from None
+        raise InputError(f"header: {csv_error_message(e)}", path=str(p), line=1) from None
 
 
 def detect_format(path: str | Path) -> str:

@@ -47,7 +47,7 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "job_id": ("job_id", "jobid", "id", "job_name", "name"),
     "arrival": ("arrival", "arrival_time", "arrival_s", "submit_time", "submission_time", "submit", "submitted",
                 "time", "creation_time", "created", "created_at"),
-    "num_gpus": ("num_gpus", "num_gpu", "gpus", "gpu_num", "n_gpus", "ngpus", "gpu_count"),
+    "num_gpus": ("num_gpus", "num_gpu", "gpus", "gpu_num", "n_gpus", "ngpus", "gpu_count", "allocgpus", "reqgpus"),
     "gpu_milli": ("gpu_milli",),
     "duration": ("duration", "duration_s", "runtime", "run_time", "elapsed", "elapsedraw"),
     "iterations": ("iterations", "iteration", "num_iterations", "total_steps", "steps"),
@@ -56,7 +56,7 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "model": ("model", "model_name", "application"),
     "batch_size": ("batch_size", "batch"),
     "user": ("user", "user_id", "vc", "cluster", "account"),
-    "gpu_type": ("gpu_type", "gpu_spec", "gpu_model"),
+    "gpu_type": ("gpu_type", "gputype", "gpu_spec", "gpu_model"),
 }
 FIELDS = tuple(SYNONYMS)
 GPU_UNITS: dict[str, float] = {"gpus": 1.0, "milli": 1000.0, "percent": 100.0}
