@@ -53,8 +53,8 @@ FLAG_VALUES: dict[str, list[str]] = {
     "--perf-model": ["nope", "", "none"],
     "--policy": ["nope", "", "sjf"],
     "--cluster": ["nope", "", "/nonexistent.yaml", "rack256"],
-    "--models": ["/nonexistent.csv", "@bad_models", "@good_models"],
-    "--trace": ["/nonexistent.csv", "@folder", "@empty"],
+    "--models": ["/nonexistent.csv", "", "@bad_models", "@good_models"],
+    "--trace": ["/nonexistent.csv", "", ".", "@folder", "@empty"],
 }
 
 

@@ -18,6 +18,7 @@ from ddlsched.workload.inputs import load_workload_and_models
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.limits import MAX_LINE_BYTES
 from ddlsched.workload.loaders import FORMATS, load_trace
+from ddlsched.workload.profiles import load_models
 
 GENERIC = "job_id,submission_time,duration,num_gpu\n"
 MURI_HEAD = "job_id,num_gpu,submit_time,iterations,model_name,batch_size\n"
@@ -281,6 +282,15 @@ def test_finite_float_type() -> None:
     assert finite_float(0.0, min_open=True).convert("1e-300", None, None) == 1e-300
     with pytest.raises(click.BadParameter):
         finite_float(0.0, min_open=True).convert("0", None, None)
+
+
+def test_empty_paths_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="empty"):
+        load_trace("")  # used to load the current directory as a folder
+    r, _ = simulate(tmp_path, "")
+    assert r.exit_code == 2 and "--trace" in r.output
+    with pytest.raises(InputError, match="--models"):
+        load_models("")
 
 
 def test_column_flag_parsing() -> None:

@@ -264,10 +264,14 @@ def test_traces_info_takes_the_mapping_flags_and_names_flags_in_errors(tmp_path:
 
 
 def test_duration_that_looks_like_an_absolute_time_gives_a_warning(tmp_path: Path) -> None:
-    rows = "".join(f"j{i},{i * 100},{1_000_000 + i * 100 + 50},1\n" for i in range(20))
-    f = write(tmp_path, "abs.csv", "id,submit_time,deletion_time,gpus\n" + rows)
+    # Alibaba-style: creation_time and deletion_time in seconds since the trace start
+    rows = "".join(f"j{i},{i * 3600},{i * 3600 + 600 + (i * 7919) % 5000},1\n" for i in range(20))
+    f = write(tmp_path, "abs.csv", "id,creation_time,deletion_time,gpus\n" + rows)
     t = load_trace(f, columns={"duration": "deletion_time"})
     assert any(n.startswith("warning:") and "--column end=deletion_time" in n for n in t.notes)
+    fixed = load_trace(f, columns={"end": "deletion_time"})
+    assert not any(n.startswith("warning:") for n in fixed.notes)
+    assert sorted(j.duration_s for j in fixed.jobs)[0] >= 600
     ok = write(tmp_path, "ok.csv", "id,submit_time,duration,gpus\n" + "".join(
-        f"j{i},{i * 100},{50 + i},1\n" for i in range(20)))
+        f"j{i},{i * 60},{(i * 7919) % 90000 + 30},1\n" for i in range(20)))  # long jobs, short burst: no warning
     assert not any(n.startswith("warning:") for n in load_trace(ok).notes)

@@ -86,6 +86,8 @@ def load_models(path: str | Path) -> list[ModelProfile]:
     >= 1; ``mem_mb`` > 0; every number finite (MB and ms values at most 1e7). Unknown columns are refused."""
     from ddlsched.workload.csvrows import Header, Row, read_rows
 
+    if not str(path).strip():
+        raise InputError("the model profile path is empty (--models)", field="models")
     p = Path(path)
     if not p.is_file():
         raise InputError("model profile file not found" if not p.exists() else "not a regular file", path=str(p))

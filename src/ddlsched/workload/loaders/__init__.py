@@ -125,6 +125,8 @@ def load_trace(path: str | Path, format: str | None = None, **opts: Any) -> Trac
     ``opts`` go to the loader: ``skip_invalid``, ``seed``, ``unknown_models``, ``catalog`` (every format),
     ``gpu_types`` (formats with a GPU-type column), and format options such as ``time_unit`` or ``columns``.
     A folder loads every trace file in it as one trace (see :mod:`~ddlsched.workload.loaders.folder`)."""
+    if not str(path).strip():
+        raise InputError("the trace path is empty (--trace)", field="trace")
     if Path(path).is_dir():
         files, ignored = list_trace_files(Path(path))
         traces = [load_trace(f, format, **opts) for f in files]

@@ -304,13 +304,17 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
 
 
 def _warn_absolute_durations(b: Builder, name: str) -> None:
-    """A note when durations look like absolute times (median run time longer than the whole arrival span)."""
-    if len(b.jobs) < 2:
+    """A ``warning:`` note when a duration column looks like absolute times (e.g. ``duration=deletion_time``):
+    at least 10 jobs, every value >= its job's arrival, and values that rise with the arrivals (Pearson
+    correlation >= 0.9). Real run times do not follow the submission clock."""
+    pairs = [(j.arrival_s, j.duration_s) for j in b.jobs if j.duration_s is not None]
+    if len(pairs) < 10 or any(d < a for a, d in pairs):
         return
-    arrivals = [j.arrival_s for j in b.jobs]
-    span = max(arrivals) - min(arrivals)
-    med = statistics.median(j.duration_s for j in b.jobs if j.duration_s is not None)
-    if span > 0 and med > span:
-        b.notes.append(f"warning: the median value of duration column {name!r} ({med:,.0f} s = {med / 3600:,.1f} h) "
-                       f"exceeds the whole arrival span ({span:,.0f} s); if it holds end times rather than run "
-                       f"times, map it with --column end={name}")
+    try:
+        r = statistics.correlation([a for a, _ in pairs], [d for _, d in pairs])
+    except statistics.StatisticsError:  # constant arrivals or durations
+        return
+    if r >= 0.9:
+        b.notes.append(f"warning: duration column {name!r} rises with the arrival times (correlation {r:.2f}) and "
+                       "is never below them: it looks like absolute end times, not run times; if so, map it "
+                       f"with --column end={name}")
