@@ -90,13 +90,17 @@ def read_rows(path: Path, *, delimiter: str = ",") -> Iterator[tuple[int, list[s
         except csv.Error as e:
             raise InputError(csv_error_message(e), path=str(path), line=start) from None
         end = reader.line_num
-        if end > start or any("\n" in c or "\r" in c for c in row):
+        text = last[0]
+        if end > start:
             raise InputError(f"a quoted field spans lines {start}-{end}: a trace field may not contain a line "
                              "break (unbalanced quote?)", path=str(path), line=start)
-        if any(len(c) > MAX_FIELD_CHARS for c in row):
+        if "\r" in text.rstrip("\r\n"):  # csv accepted it, so it is inside quotes
+            raise InputError("a quoted field holds a carriage return: a trace field may not contain a line break",
+                             path=str(path), line=start)
+        if len(text) > MAX_FIELD_CHARS and any(len(c) > MAX_FIELD_CHARS for c in row):
             raise InputError(f"a field is longer than {MAX_FIELD_CHARS:,} characters (the limit for a trace "
                              "field)", path=str(path), line=start)
-        if last[0].strip():
+        if text.strip():
             yield start, [c.strip() for c in row]
 
 
