@@ -275,3 +275,29 @@ def test_duration_that_looks_like_an_absolute_time_gives_a_warning(tmp_path: Pat
     ok = write(tmp_path, "ok.csv", "id,submit_time,duration,gpus\n" + "".join(
         f"j{i},{i * 60},{(i * 7919) % 90000 + 30},1\n" for i in range(20)))  # long jobs, short burst: no warning
     assert not any(n.startswith("warning:") for n in load_trace(ok).notes)
+
+
+@pytest.mark.parametrize(("flags", "needle"), [
+    (["--gpu-unit", "percent", "--column", "num_gpus=plan_gpu"], "fractional GPU requests │ 1"),
+    (["--column", "num_gpus=plan_gpu", "--fractional-gpus", "error", "--gpu-unit", "percent"], "--fractional-gpus"),
+    (["--column", "num_gpus=plan_gpu", "--gpu-unit", "percent", "--unknown-models", "map"], "llama-7b (1)"),
+    (["--column", "num_gpus=plan_gpu", "--gpu-unit", "percent", "--models", "@models"], "my profile"),
+    (["--column", "num_gpus=plan_gpu", "--gpu-unit", "percent", "--duration-unit", "min", "--time-unit", "h"],
+     "7,200.0 s"),
+    (["--column", "num_gpus=plan_gpu", "--gpu-unit", "percent", "--cluster", "hetero"], "V100"),
+    (["--column", "num_gpus=plan_gpu", "--gpu-unit", "percent", "--cluster", "n8g8"], "not in the cluster"),
+    (["--column", "num_gpus=plan_gpu", "--gpu-unit", "percent", "--column", "start="], "duration"),
+    (["--format", "muri"], "header lacks"),
+])
+def test_each_mapping_flag_through_traces_info(tmp_path: Path, flags: list[str], needle: str) -> None:
+    f = write(tmp_path, "pai.csv", "job_name,submit_time,duration,plan_gpu,gpu_type,model\n"
+                                   "a,0,30,50,V100,resnet50\nb,2,10,200,,bert\n")
+    prof = write(tmp_path, "models.csv", "name,grad_mb,compute_ms,batch_size,mem_mb,source\n"
+                                         "llama-7b,13000,900,4,30000,my profile\n")
+    if "--unknown-models" in flags or "--models" in flags:
+        f.write_text(f.read_text().replace("bert", "llama-7b"))
+    flags = [str(prof) if x == "@models" else x for x in flags]
+    r = CliRunner().invoke(cli, ["traces", "info", str(f), *flags])
+    errors = ("--fractional-gpus", "not in the cluster", "header lacks")
+    assert r.exit_code == (2 if needle in errors else 0), r.output
+    assert needle in r.output, r.output

@@ -102,10 +102,18 @@ def info(path: str, seed: int, cluster_spec: str | None, **kw: Any) -> None:
         for g, n in d[key].items():
             h.add_row(escape(str(g)), f"{n:,}")
         console.print(h)
+    if w.models:
+        mt = Table(title="extra model profiles (--models)")
+        for c in ("model", "grad MB", "compute ms", "batch", "mem MB", "source"):
+            mt.add_column(c)
+        for m in w.models:
+            mt.add_row(escape(m.name), f"{m.grad_mb:g}", f"{m.compute_ms:g}", str(m.batch_size), f"{m.mem_mb:g}",
+                       escape(m.source))
+        console.print(mt)
     for note in w.notes:
-        console.print(escape(f"note: {note}"), highlight=False)
+        console.print(escape(f"note: {note}"), highlight=False, soft_wrap=True)
     for r in d["skipped_reasons"]:
-        console.print(escape(f"skipped: {r}"), highlight=False)
+        console.print(escape(f"skipped: {r}"), highlight=False, soft_wrap=True)
 
 
 @traces.command(name="formats")
