@@ -80,7 +80,8 @@ def test_malformed_trace_row_names_file_line_and_field(tmp_path: Path):
             "--out", str(tmp_path / "o"), "--quiet")
     assert r.returncode == 0, r.stderr
     assert "skipped 1 invalid row" in r.stderr
-    assert json.loads((tmp_path / "o" / "summary.json").read_text())["jobs"] == 1
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert (s["jobs"], s["jobs_completed"], s["jobs_skipped"]) == (2, 1, 1)  # every row accounted for
 
 
 def test_cluster_file_with_unknown_key_is_rejected(tmp_path: Path):

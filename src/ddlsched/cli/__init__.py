@@ -7,6 +7,7 @@ import sys
 from typing import NoReturn
 
 import click
+from rich.markup import escape
 
 from ddlsched.cli.catalog import policies_cmd, reproduce
 from ddlsched.cli.common import err_console
@@ -40,7 +41,7 @@ def main() -> None:
         e.show()
         sys.exit(e.exit_code)
     except DdlschedError as e:
-        err_console.print(f"[red]error:[/] {e}")
+        err_console.print(f"[red]error:[/] {escape(str(e))}")  # escape: a message may quote '[...]' from a file
         sys.exit(2)
     except KeyboardInterrupt as e:
         _interrupted(e)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -12,41 +13,145 @@ from rich.table import Table
 
 from ddlsched.errors import InputError
 
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)  # soft wrap: a file path in a message stays on one line
 console = Console() if Console().is_terminal else Console(width=160)
 
 
 # ------------------------------------------------------------------ shared option parsing
-def _parse_value(raw: str) -> Any:
+class InputErrorExit(click.ClickException):
+    """Bad input found while a command reads its inputs: ``error: <message>`` on stderr, exit status 2 (the same
+    as ``ddlsched.cli.main`` gives an InputError), also under ``click.testing.CliRunner``."""
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+class FiniteFloat(click.ParamType):
+    """A float option that must be finite (no nan/inf, no overflow such as 1e400) and inside [min, max]."""
+
+    name = "number"
+
+    def __init__(self, min: float | None = None, max: float | None = None, *, min_open: bool = False) -> None:
+        self.min, self.max, self.min_open = min, max, min_open
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(x):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        if self.min is not None and (x <= self.min if self.min_open else x < self.min):
+            self.fail(f"{value!r} must be {'>' if self.min_open else '>='} {self.min:g}", param, ctx)
+        if self.max is not None and x > self.max:
+            self.fail(f"{value!r} must be <= {self.max:g}", param, ctx)
+        return x
+
+    def __repr__(self) -> str:
+        return f"FiniteFloat({self.min}, {self.max})"
+
+
+def finite_float(min: float | None = None, max: float | None = None, *, min_open: bool = False) -> FiniteFloat:
+    """Click type for a finite float in [min, max] (``min_open``: > min)."""
+    return FiniteFloat(min, max, min_open=min_open)
+
+
+def _json_float(what: str) -> Any:
+    def parse(s: str) -> float:
+        x = float(s)
+        if not math.isfinite(x):
+            raise InputError(f"{s} is not a finite number", field=what)
+        return x
+    return parse
+
+
+def _parse_value(raw: str, what: str) -> Any:
+    def bad_constant(name: str) -> Any:
+        raise InputError(f"{name} is not a finite number", field=what)
+
+    def parse_int(s: str) -> int:
+        if len(s.lstrip("-")) > 30:
+            raise InputError(f"{s[:20]}... is too large a number", field=what)
+        return int(s)
+
     try:
-        return json.loads(raw)
+        return json.loads(raw, parse_constant=bad_constant, parse_float=_json_float(what), parse_int=parse_int)
     except json.JSONDecodeError:
         return raw
 
 
 def parse_kv(pairs: tuple[str, ...], what: str) -> dict[str, Any]:
-    """``key=value`` pairs → dict; values are JSON when they parse (numbers, lists, true/false)."""
+    """``key=value`` pairs → dict; values are JSON when they parse (numbers, lists, true/false); non-finite
+    numbers (NaN, Infinity, 1e400) and a key given twice are errors naming the flag."""
     out: dict[str, Any] = {}
     for p in pairs:
         key, sep, val = p.partition("=")
-        if not sep or not key:
+        if not sep or not key.strip():
             raise InputError(f"expected KEY=VALUE, got {p!r}", field=what)
-        out[key.strip()] = _parse_value(val.strip())
+        if key.strip() in out:
+            raise InputError(f"key {key.strip()!r} given twice", field=what)
+        out[key.strip()] = _parse_value(val.strip(), what)
     return out
 
 
-def trace_options(f: Any) -> Any:
+def parse_columns(pairs: tuple[str, ...]) -> dict[str, str]:
+    """``--column FIELD=NAME`` pairs → {field: column name} (names kept as text; an empty NAME unmaps)."""
+    out: dict[str, str] = {}
+    for p in pairs:
+        key, sep, val = p.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise InputError(f"expected FIELD=NAME, got {p!r}", field="--column")
+        if key in out:
+            raise InputError(f"field {key!r} mapped twice ({out[key]!r} and {val.strip()!r})", field="--column")
+        out[key] = val.strip()
+    return out
+
+
+def mapping_options(f: Any) -> Any:
+    """How to read a trace: the options shared by ``simulate``/``compare`` and ``traces info``."""
+    from ddlsched.workload.loaders import FORMATS
+    from ddlsched.workload.loaders._common import TIME_UNITS, UNKNOWN_MODEL_RULES
+    from ddlsched.workload.loaders.generic_csv import FIELDS, FRACTIONAL_RULES, GPU_UNITS
+
     opts = [
-        click.option("--trace", "trace_path", required=True, type=click.Path(dir_okay=False),
-                     help="Job trace file (format auto-detected)."),
-        click.option("--format", "fmt", default=None, help="Trace format (see 'ddlsched traces formats')."),
+        click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default=None,
+                     help="Trace format (detected from the first line; --column implies generic_csv)."),
         click.option("--column", "columns", multiple=True, metavar="FIELD=NAME",
-                     help="generic_csv: map a field (job_id, arrival, duration, num_gpus, model, ...) to a column."),
-        click.option("--time-unit", default=None, help="generic_csv/muri: unit of time columns (s, ms, min, h)."),
+                     help=f"generic_csv: read FIELD from column NAME (empty NAME: leave FIELD unmapped). "
+                          f"Fields: {', '.join(FIELDS)}. See docs/traces.md."),
+        click.option("--time-unit", type=click.Choice([*TIME_UNITS, "auto"]), default=None,
+                     help="generic_csv/muri: unit of plain-number times (clock and ISO-8601 values carry their own)."),
+        click.option("--duration-unit", type=click.Choice(list(TIME_UNITS)), default=None,
+                     help="generic_csv: unit of plain-number durations (default: --time-unit)."),
+        click.option("--gpu-unit", type=click.Choice(list(GPU_UNITS)), default=None,
+                     help="generic_csv: what the num_gpus column counts (default gpus)."),
+        click.option("--fractional-gpus", type=click.Choice(list(FRACTIONAL_RULES)), default=None,
+                     help="generic_csv: a fractional GPU request is rounded up (ceil, default) or an error."),
+        click.option("--models", "models", type=click.Path(dir_okay=False), default=None, metavar="FILE.csv",
+                     help="Extra model profiles (name,grad_mb,compute_ms,fw_ms,bw_ms,batch_size,mem_mb,source)."),
+        click.option("--unknown-models", type=click.Choice(list(UNKNOWN_MODEL_RULES)), default=None,
+                     help="A model name not in the catalogue: error (default) or map to a seeded default model."),
         click.option("--skip-invalid", is_flag=True, help="Skip invalid rows (they are counted and reported)."),
-        click.option("--max-jobs", type=int, default=None, help="Use only the first N jobs by arrival."),
-        click.option("--load-scale", type=float, default=1.0, show_default=True,
-                     help="Divide inter-arrival times by this factor (>1 raises the offered load)."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def trace_options(f: Any) -> Any:
+    from ddlsched.workload.limits import LOAD_SCALE_RANGE, MAX_RESTART_PENALTY_S
+
+    opts = [
+        click.option("--trace", "trace_path", required=True, type=click.Path(),
+                     help="Job trace file, or a folder of trace files loaded as one trace."),
+        mapping_options,
+        click.option("--max-jobs", type=click.IntRange(min=1), default=None,
+                     help="Use only the first N jobs by arrival."),
+        click.option("--load-scale", type=finite_float(*LOAD_SCALE_RANGE), default=1.0, show_default=True,
+                     help="Divide inter-arrival times by this factor (>1 raises the offered load; 1e-6 to 1e6)."),
         click.option("--cluster", "cluster_spec", required=True, help="Cluster preset name or YAML/TOML file."),
         click.option("--perf-model", default=None,
                      help="Physics model (see 'policies'); default: the execution model's (fluid: maxmin)."),
@@ -54,9 +159,10 @@ def trace_options(f: Any) -> Any:
         click.option("--model-param", multiple=True, metavar="KEY=VALUE",
                      help="Execution-model parameter (task DAG: max_task_iters; rounds: max_rounds, switch_frac, "
                           "switch_s)."),
-        click.option("--restart-penalty", type=float, default=None,
-                     help="Seconds lost on every restart after a preemption (fluid model; default 30)."),
-        click.option("--seed", type=int, default=0, show_default=True, help="Seed for every random choice."),
+        click.option("--restart-penalty", type=finite_float(0.0, MAX_RESTART_PENALTY_S), default=None,
+                     help="Seconds lost on every restart after a preemption (0 to 1e9; fluid model; default 30)."),
+        click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=0, show_default=True,
+                     help="Seed for every random choice."),
         click.option("--parquet", is_flag=True, help="Write records as Parquet instead of CSV."),
         click.option("--quiet", is_flag=True, help="No progress bar."),
     ]
@@ -65,28 +171,48 @@ def trace_options(f: Any) -> Any:
     return f
 
 
-def load_inputs(kw: dict[str, Any]) -> tuple[Any, Any, list[str]]:
-    from ddlsched.experiments.runner import load_cluster_for, load_workload
-
-    opts: dict[str, Any] = {"skip_invalid": kw["skip_invalid"]}
-    if kw["columns"]:
-        opts["columns"] = parse_kv(kw["columns"], "column")
-    if kw["time_unit"]:
-        opts["time_unit"] = kw["time_unit"]
-    jobs, notes, _ = load_workload(kw["trace_path"], seed=kw["seed"], fmt=kw["fmt"], options=opts,
-                                   max_jobs=kw["max_jobs"], load_scale=kw["load_scale"])
-    cluster = load_cluster_for(kw["cluster_spec"], seed=kw["seed"])
-    return cluster, jobs, notes
+def load_options(kw: dict[str, Any]) -> dict[str, Any]:
+    """Loader options from the parsed :func:`mapping_options` (only the flags that were given)."""
+    opts: dict[str, Any] = {"skip_invalid": bool(kw.get("skip_invalid"))}
+    if kw.get("columns"):
+        opts["columns"] = parse_columns(kw["columns"])
+    for key in ("time_unit", "duration_unit", "gpu_unit", "fractional_gpus", "unknown_models"):
+        if kw.get(key) is not None:
+            opts[key] = kw[key]
+    return opts
 
 
-def run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, jobs: list[Any], kw: dict[str, Any],
+def load_run_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
+    """(cluster, :class:`~ddlsched.workload.inputs.Workload`) from the options of ``simulate``/``compare``.
+
+    The cluster is loaded first so a GPU-type column can be checked against it. The workload's ``catalog``
+    holds the bundled profiles plus ``--models``; the simulator must be given it. Errors exit with status 2."""
+    from ddlsched.errors import DdlschedError
+    from ddlsched.experiments.runner import load_cluster_for
+    from ddlsched.workload.inputs import load_workload_and_models
+
+    try:
+        cluster = load_cluster_for(kw["cluster_spec"], seed=kw["seed"])
+        w = load_workload_and_models(kw["trace_path"], seed=kw["seed"], fmt=kw["fmt"], options=load_options(kw),
+                                     max_jobs=kw["max_jobs"], load_scale=kw["load_scale"], models=kw.get("models"),
+                                     gpu_types=list(cluster.gpu_types))
+    except DdlschedError as e:
+        raise InputErrorExit(str(e)) from None
+    return cluster, w
+
+
+def run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, workload: Any, kw: dict[str, Any],
              out: Path, shown_as: Path | None = None) -> dict[str, Any]:
+    """Simulate ``workload`` (a :class:`~ddlsched.workload.inputs.Workload`) and write the run into ``out``."""
     from ddlsched.experiments.runner import simulate_run
     from ddlsched.metrics.output import write_run
 
+    jobs = workload.jobs
+    skipped = workload.trace.skipped if workload.trace is not None and kw["max_jobs"] is None else 0
     sim_kw = {"perf_model": kw["perf_model"], "perf_params": parse_kv(kw["perf_param"], "perf-param"),
               "model_params": parse_kv(kw["model_param"], "model-param"),
-              "restart_penalty_s": kw["restart_penalty"], "seed": kw["seed"]}
+              "restart_penalty_s": kw["restart_penalty"], "seed": kw["seed"], "catalog": workload.catalog,
+              "skipped": skipped}
     show = not kw["quiet"] and err_console.is_terminal
     if show:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn

@@ -15,7 +15,7 @@ import click
 from ddlsched.cli.common import (
     console,
     err_console,
-    load_inputs,
+    load_run_inputs,
     parse_kv,
     run_one,
     summary_table,
@@ -65,11 +65,12 @@ def simulate(policy: str, policy_param: tuple[str, ...], out: str, overwrite: bo
 
     params = parse_kv(policy_param, "policy-param")
     with interrupts_raise(), staged(Path(out), overwrite=overwrite, note=_note) as st:
-        cluster, jobs, notes = load_inputs(kw)
-        for n in notes:
+        cluster, w = load_run_inputs(kw)
+        jobs = w.jobs
+        for n in w.notes:
             _note(n)
         # --- the simulation
-        summary = run_one(policy, params, cluster, jobs, kw, st.tmp, shown_as=Path(out))
+        summary = run_one(policy, params, cluster, w, kw, st.tmp, shown_as=Path(out))
         # ---
         st.commit("run", run_inputs(kw, str(summary.get("policy", policy)), params))
     console.print(f"{cluster.describe()}; {len(jobs)} jobs; offered load {summary.get('offered_load', 0):.2f}")
@@ -104,8 +105,9 @@ def compare(policies: str, out: str, overwrite: bool, resume: bool, make_report:
     rows = []
     with interrupts_raise(), open_compare(Path(out), folders, inputs, shared, overwrite=overwrite,
                                           resume=resume, note=_note) as target:
-        cluster, jobs, notes = load_inputs(kw)
-        for n in notes:
+        cluster, w = load_run_inputs(kw)
+        jobs = w.jobs
+        for n in w.notes:
             _note(n)
         for f in folders:
             if target.is_done(f):
@@ -114,7 +116,7 @@ def compare(policies: str, out: str, overwrite: bool, resume: bool, make_report:
                 continue
             with target.policy_dir(f) as st:
                 # --- the simulation
-                rows.append(run_one(given[f], {}, cluster, jobs, kw, st.tmp, shown_as=Path(out) / f))
+                rows.append(run_one(given[f], {}, cluster, w, kw, st.tmp, shown_as=Path(out) / f))
                 # ---
                 target.commit_policy(st, f)
             if not kw["quiet"]:

@@ -52,17 +52,11 @@ class SimConfig:
         return out
 
 
-_CATALOG: ModelCatalog | None = None
-
-
 def default_catalog() -> ModelCatalog:
     """The bundled model profiles with their measured per-GPU-type speeds (the same for every model)."""
-    global _CATALOG
-    if _CATALOG is None:
-        from ddlsched.workload.gpu_speeds import catalog_with_gpu_speeds
+    from ddlsched.workload.profiles import default_catalog as catalog
 
-        _CATALOG = catalog_with_gpu_speeds()
-    return _CATALOG
+    return catalog()
 
 
 def requirements_of(policy: Any) -> Requirements:

@@ -75,34 +75,17 @@ def with_oversubscription(cluster: Any, ratio: float) -> Any:
 def load_workload(trace: str | dict[str, Any], *, seed: int, fmt: str | None = None,
                   options: dict[str, Any] | None = None, max_jobs: int | None = None,
                   load_scale: float = 1.0) -> tuple[list[Any], list[str], str]:
-    """Jobs of a trace file (or synthetic spec), cut to ``max_jobs`` and load-scaled; (jobs, notes, label)."""
-    from ddlsched.workload.transform import scale_arrivals
+    """Jobs of a trace file, folder or synthetic spec, cut to ``max_jobs`` and load-scaled; (jobs, notes, label).
 
-    if isinstance(trace, dict):
-        from ddlsched.workload.synthetic import philly_mix
+    ``options["models"]`` (a profile CSV) extends the model catalogue the trace is checked against; use
+    :func:`ddlsched.workload.inputs.load_workload_and_models` to get that catalogue for the simulator."""
+    from ddlsched.workload.inputs import load_workload_and_models
 
-        spec = dict(trace.get("synthetic", {}))
-        n = spec.pop("jobs", None)
-        if n is None:
-            raise InputError("synthetic trace needs 'jobs'", field="synthetic.jobs")
-        tr = philly_mix(int(n), seed=seed, **spec)
-        notes, jobs, label = list(tr.notes), tr.jobs, tr.path
-    else:
-        from ddlsched.workload.loaders import load_trace
-
-        opts: dict[str, Any] = {"seed": seed, **(options or {})}
-        opts.setdefault("skip_invalid", False)
-        tr = load_trace(trace, fmt, **opts)
-        notes, jobs, label = list(tr.notes), tr.jobs, str(trace)
-        if tr.skipped:
-            notes.append(f"skipped {tr.skipped} invalid row(s) of {trace}: " + "; ".join(tr.skipped_reasons[:3]))
-    if max_jobs is not None:
-        if max_jobs < 1:
-            raise InputError("must be >= 1", field="max_jobs")
-        jobs = jobs[:max_jobs]
-    if load_scale != 1.0:
-        jobs = scale_arrivals(jobs, load_scale)
-    return jobs, notes, label
+    if not isinstance(trace, str | Path | dict):
+        raise InputError(f"a trace is a path or {{'synthetic': {{...}}}}, got {trace!r}", field="trace")
+    w = load_workload_and_models(trace, seed=seed, fmt=fmt, options=options, max_jobs=max_jobs,
+                                 load_scale=load_scale)
+    return w.jobs, w.notes, w.label
 
 
 def load_cluster_for(spec: str, *, seed: int, oversubscription: float | None = None) -> Any:

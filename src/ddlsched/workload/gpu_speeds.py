@@ -1,4 +1,4 @@
-"""Per-GPU-type model speeds from measured profiles (ALGORITHMS.md §6.2 heterogeneity matrix).
+"""Per-GPU-type model speeds from measured profiles.
 
 ``speedup[model][gpu_type]`` = the model's speed on ``gpu_type`` relative to V100 (the catalogue's reference GPU,
 speed 1.0), so a task of the model takes ``compute_ms / speedup`` on that type. Sources, in
@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 
 from ddlsched.errors import InputError
-from ddlsched.workload.profiles import ModelCatalog, default_catalog
+from ddlsched.workload.profiles import ModelCatalog, bundled_catalog
 
 _DIR = ("data", "profiles", "gpu_speeds")
 _CACHE: dict[str, dict[str, float]] | None = None
@@ -85,11 +85,11 @@ def gpu_speedups() -> dict[str, dict[str, float]]:
 
 
 def catalog_with_gpu_speeds(catalog: ModelCatalog | None = None) -> ModelCatalog:
-    """``catalog`` (default: the bundled one) with ``speedup`` filled from :func:`gpu_speedups`.
+    """``catalog`` (default: the bundled table) with ``speedup`` filled from :func:`gpu_speedups`.
 
     Speed-ups already set on a profile win over the measured ones (explicit beats derived).
     """
-    catalog = catalog or default_catalog()
+    catalog = catalog or bundled_catalog()
     speeds = gpu_speedups()
     out = []
     for name in catalog.names():

@@ -61,7 +61,7 @@ MODEL_ALIASES: dict[str, str] = {
 }
 
 DEFAULT_MIX: dict[str, float] = {"inception3": 1.0, "lstm": 1.0, "resnet50": 1.0, "vgg16_wang": 1.0}
-"""Uniform over the four models of Wang et al.'s simulator (ALGORITHMS.md §3.8)."""
+"""Uniform over the four models of Wang et al.'s simulator."""
 
 
 def canonical_model(name: str) -> str | None:

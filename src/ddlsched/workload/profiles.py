@@ -1,4 +1,4 @@
-"""Model profiles: gradient size, per-iteration compute time, batch size, memory (ALGORITHMS.md §1.3, §3.8, §5.7).
+"""Model profiles: gradient size, per-iteration compute time, batch size, memory.
 
 The bundled table ``data/profiles/models.csv`` holds:
 
@@ -13,7 +13,6 @@ default speed applies.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -72,33 +71,82 @@ class ModelCatalog:
         return ModelCatalog([*self._by_name.values(), *profiles])
 
 
-def read_profiles_csv(path: str | Path) -> list[ModelProfile]:
-    """Read a profile table with columns name,grad_mb,compute_ms,fw_ms,bw_ms,batch_size,mem_mb,source."""
-    path = Path(path)
-    out = []
-    with path.open(newline="") as f:
-        for line_no, row in enumerate(csv.DictReader(f), start=2):
-            try:
-                out.append(ModelProfile(
-                    name=row["name"], grad_mb=float(row["grad_mb"]), compute_ms=float(row["compute_ms"]),
-                    fw_ms=float(row["fw_ms"]) if row.get("fw_ms") else None,
-                    bw_ms=float(row["bw_ms"]) if row.get("bw_ms") else None,
-                    batch_size=int(row["batch_size"]), mem_mb=float(row["mem_mb"]),
-                    source=row.get("source", ""),
-                ))
-            except (KeyError, TypeError, ValueError) as e:
-                raise InputError(f"bad profile row: {e}", path=str(path), line=line_no) from None
+PROFILE_COLUMNS = ("name", "grad_mb", "compute_ms", "fw_ms", "bw_ms", "batch_size", "mem_mb", "source")
+"""Columns of a model-profile CSV; ``fw_ms``, ``bw_ms`` and ``source`` may be left out or empty."""
+_REQUIRED = ["name", "grad_mb", "compute_ms", "batch_size", "mem_mb"]
+_MAX_MB = 1e7
+_MAX_MS = 1e7
+
+
+def load_models(path: str | Path) -> list[ModelProfile]:
+    """Read a model-profile CSV (columns :data:`PROFILE_COLUMNS`; docs/traces.md "Model profiles").
+
+    Every value is checked, and errors name file, line and column: ``name`` non-empty and unique;
+    ``grad_mb`` >= 0; ``compute_ms`` > 0; ``fw_ms``/``bw_ms`` >= 0 when given; ``batch_size`` a whole number
+    >= 1; ``mem_mb`` > 0; every number finite (MB and ms values at most 1e7). Unknown columns are refused."""
+    from ddlsched.workload.csvrows import Header, Row, read_rows
+
+    if not str(path).strip():
+        raise InputError("the model profile path is empty (--models)", field="models")
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("model profile file not found" if not p.exists() else "not a regular file", path=str(p))
+    rows = read_rows(p)
+    first = next(rows, None)
+    if first is None:
+        raise InputError("empty model profile file", path=str(p), line=1)
+    header = Header(p, first[1], _REQUIRED)
+    extra = [c for c in first[1] if c not in PROFILE_COLUMNS]
+    if extra:
+        raise InputError(f"unknown column(s) {', '.join(extra)}; a profile file has {', '.join(PROFILE_COLUMNS)}",
+                         path=str(p), line=1, field=extra[0])
+    out: list[ModelProfile] = []
+    seen: dict[str, int] = {}
+    for line, fields in rows:
+        r = Row(p, line, fields, header)
+        name = r.text("name")
+        if name in seen:
+            raise r.error(f"model {name!r} is already defined on line {seen[name]}", "name")
+        seen[name] = line
+        fw, bw = (r.number(c, min_value=0, max_value=_MAX_MS) if c in header and r.raw(c) else None
+                  for c in ("fw_ms", "bw_ms"))
+        out.append(ModelProfile(
+            name=name, grad_mb=r.number("grad_mb", min_value=0, max_value=_MAX_MB),
+            compute_ms=r.number("compute_ms", positive=True, max_value=_MAX_MS), fw_ms=fw, bw_ms=bw,
+            batch_size=r.batch_size("batch_size"),
+            mem_mb=r.number("mem_mb", positive=True, max_value=_MAX_MB),
+            source=r.raw("source") if "source" in header else "",
+        ))
+    if not out:
+        raise InputError("no model rows in the file (header only?)", path=str(p))
     return out
 
 
+def read_profiles_csv(path: str | Path) -> list[ModelProfile]:
+    """Same as :func:`load_models` (kept for existing callers)."""
+    return load_models(path)
+
+
 _DEFAULT: ModelCatalog | None = None
+_BUNDLED: ModelCatalog | None = None
+
+
+def bundled_catalog() -> ModelCatalog:
+    """The bundled profile table as it is on disk (read once), without per-GPU-type speeds."""
+    global _BUNDLED
+    if _BUNDLED is None:
+        ref = resources.files("ddlsched") / "data" / "profiles" / "models.csv"
+        with resources.as_file(ref) as p:
+            _BUNDLED = ModelCatalog(read_profiles_csv(p))
+    return _BUNDLED
 
 
 def default_catalog() -> ModelCatalog:
-    """The bundled catalogue (read once)."""
+    """The catalogue every run uses unless given another: the bundled profiles with their measured per-GPU-type
+    speeds (``ddlsched.workload.gpu_speeds``), the same for every execution model."""
     global _DEFAULT
     if _DEFAULT is None:
-        ref = resources.files("ddlsched") / "data" / "profiles" / "models.csv"
-        with resources.as_file(ref) as p:
-            _DEFAULT = ModelCatalog(read_profiles_csv(p))
+        from ddlsched.workload.gpu_speeds import catalog_with_gpu_speeds
+
+        _DEFAULT = catalog_with_gpu_speeds(bundled_catalog())
     return _DEFAULT

@@ -1,4 +1,4 @@
-"""Synthetic workloads: the Philly job-size mix of papers 1 and 2 (ALGORITHMS.md §1.3, §3.8).
+"""Synthetic workloads: the Philly job-size mix of papers 1 and 2.
 
 Sizes: job ``i`` (0-based) of ``n`` gets the first size of ``[1, 2, 4, 8, 16, 32]`` whose cumulative boundary
 ``[40, 47, 60, 75, 79, 80][k] * n / 80`` exceeds ``i`` (n=160 → 80/14/26/30/8/2 jobs). The size list is then
@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import random
 from collections.abc import Sequence
 
 from ddlsched.errors import InputError
 from ddlsched.workload.jobspec import JobSpec
+from ddlsched.workload.limits import MAX_ARRIVAL_S, MAX_ITERATIONS
 from ddlsched.workload.trace import Trace
 
 SIZES = (1, 2, 4, 8, 16, 32)
@@ -46,14 +48,16 @@ def philly_mix(n_jobs: int, *, seed: int, arrival: str = "poisson", rate_per_s: 
     if not models:
         raise InputError("models is empty", field="models")
     lo, hi = iterations
-    if not 1 <= lo <= hi:
+    if not 1 <= lo <= hi <= MAX_ITERATIONS:
         raise InputError(f"iterations range must satisfy 1 <= lo <= hi, got {iterations}", field="iterations")
     if arrival == "poisson":
-        if rate_per_s is None or not rate_per_s > 0:
-            raise InputError("arrival='poisson' needs rate_per_s > 0", field="rate_per_s")
+        if rate_per_s is None or not (math.isfinite(rate_per_s) and rate_per_s > 0):
+            raise InputError(f"arrival='poisson' needs a finite rate_per_s > 0, got {rate_per_s!r}",
+                             field="rate_per_s")
     elif arrival == "uniform":
-        if window_s is None or not window_s > 0:
-            raise InputError("arrival='uniform' needs window_s > 0", field="window_s")
+        if window_s is None or not 0 < window_s <= MAX_ARRIVAL_S:
+            raise InputError(f"arrival='uniform' needs window_s in (0, {MAX_ARRIVAL_S:g}], got {window_s!r}",
+                             field="window_s")
     elif arrival != "batch":
         raise InputError(f"unknown arrival process {arrival!r}; use poisson, uniform or batch", field="arrival")
     rng = random.Random(seed)
@@ -70,6 +74,9 @@ def philly_mix(n_jobs: int, *, seed: int, arrival: str = "poisson", rate_per_s: 
         times = [rng.random() * window_s for _ in range(n_jobs)]  # type: ignore[operator]
     else:
         times = [0.0] * n_jobs
+    if times and max(times) > MAX_ARRIVAL_S:
+        raise InputError(f"arrivals reach {max(times):g} s, beyond the limit of {MAX_ARRIVAL_S:g} s; raise rate_per_s",
+                         field="rate_per_s")
     jobs = [JobSpec(job_id=f"syn-{i}", arrival_s=times[i], num_gpus=sizes[i], model=picked[i],
                     iterations=float(iters[i]), source=f"philly_mix:{i}") for i in range(n_jobs)]
     how = {"poisson": f"poisson rate {rate_per_s}/s", "uniform": f"uniform in [0, {window_s}) s", "batch": "all at 0"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from ddlsched.workload.jobspec import JobSpec
 
@@ -12,10 +13,14 @@ MAX_REASONS = 10
 
 @dataclass(slots=True)
 class Trace:
-    """Jobs of one trace file, sorted by arrival (stable: ties keep file order).
+    """Jobs of one trace file (or folder), sorted by arrival (stable: ties keep file order).
 
     ``skipped`` counts rows rejected under ``skip_invalid=True``; ``skipped_reasons`` keeps the first few
-    messages. ``notes`` says everything the loader assumed or generated (units, defaults, seeded choices).
+    messages; every data row is either a job or counted there (``len(jobs) + skipped`` = data rows).
+    ``notes`` says everything the loader assumed or generated (units, defaults, seeded choices); notes that
+    start with ``warning:`` flag values that look wrong. ``mapping`` names, for each logical field (``job_id``,
+    ``arrival``, ``num_gpus``, ...), the column or rule it came from. ``epoch`` is the wall-clock time that
+    ``arrival_s = 0`` stands for when the file gave absolute timestamps (else ``None``).
     """
 
     jobs: list[JobSpec]
@@ -24,9 +29,16 @@ class Trace:
     skipped: int = 0
     skipped_reasons: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    mapping: dict[str, str] = field(default_factory=dict)
+    epoch: datetime | None = None
 
     def __post_init__(self) -> None:
         self.jobs = sorted(self.jobs, key=lambda j: j.arrival_s)
 
     def __len__(self) -> int:
         return len(self.jobs)
+
+    @property
+    def rows(self) -> int:
+        """Data rows read: jobs loaded plus rows skipped."""
+        return len(self.jobs) + self.skipped

@@ -1,19 +1,23 @@
-"""Trace loaders, one module per format, plus format detection.
+"""Trace loaders, one module per format, plus format detection and folder loading.
 
 >>> trace = load_trace("data/traces/muri/trace1.csv")          # format detected from the header
->>> trace = load_trace("new.csv", format="generic_csv", columns={"arrival": "t"}, time_unit="min")
+>>> trace = load_trace("new.csv", columns={"arrival": "t"}, time_unit="min")   # columns imply generic_csv
+>>> trace = load_trace("data/traces/gavel_philly_vc/seed0")    # a folder: one trace, JobSpec.group = file stem
 """
 
 from __future__ import annotations
 
+import csv
 import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ddlsched.errors import InputError
-from ddlsched.workload.loaders._common import check_file
+from ddlsched.workload.csvrows import csv_error_message
+from ddlsched.workload.loaders._common import check_file, iter_lines
 from ddlsched.workload.loaders.elasticflow import load_elasticflow
+from ddlsched.workload.loaders.folder import TRACE_SUFFIXES, list_trace_files, merge_traces
 from ddlsched.workload.loaders.gavel import load_gavel
 from ddlsched.workload.loaders.generic_csv import load_generic_csv, resolve_columns
 from ddlsched.workload.loaders.muri import load_muri
@@ -38,8 +42,20 @@ FORMATS: dict[str, TraceFormat] = {
                                                  "ddl,... (seconds)"),
     "pollux": TraceFormat(load_pollux, "Pollux/Sia workload: name,time,application,num_replicas,batch_size"),
     "tiresias": TraceFormat(load_tiresias, "Tiresias job table (seconds) or single-column duration list"),
-    "generic_csv": TraceFormat(load_generic_csv, "any CSV; columns and time unit named by the caller"),
+    "generic_csv": TraceFormat(load_generic_csv, "any CSV (Slurm/Kubernetes exports ...): columns named by --column "
+                                                 "or found by common spellings; numbers, [D-]HH:MM:SS, ISO-8601"),
 }
+
+OPTION_FLAGS: dict[str, str] = {
+    "columns": "--column", "time_unit": "--time-unit", "duration_unit": "--duration-unit",
+    "skip_invalid": "--skip-invalid", "seed": "--seed", "unknown_models": "--unknown-models",
+    "catalog": "--models", "gpu_unit": "--gpu-unit", "fractional_gpus": "--fractional-gpus",
+    "gpu_types": "--cluster",
+}
+"""The CLI flag behind each loader option (error messages name both)."""
+
+OPTIONAL_OPTIONS = frozenset({"gpu_types"})
+"""Options passed only to the loaders that take them (the other formats have nothing they would check)."""
 
 _MURI_EXTRA = {"batch_size", "iteration_time", "resource_time_0", "priority"}
 _TIRESIAS_JOB = {"job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval"}
@@ -47,11 +63,17 @@ _CLUSTER_SPEC = {"num_switch", "num_node_p_switch", "num_gpu_p_node"}
 
 
 def _first_line(p: Path) -> str:
+    for line in iter_lines(p):
+        if line.strip():
+            return line.rstrip("\r\n")
+    return ""
+
+
+def _header_fields(p: Path, line: str) -> list[str]:
     try:
-        with p.open(encoding="utf-8-sig") as f:
-            return f.readline().rstrip("\r\n")
-    except UnicodeDecodeError:
-        raise InputError("not a UTF-8 text file", path=str(p)) from None
+        return next(csv.reader([line], strict=True), [])
+    except csv.Error as e:
+        raise InputError(f"header: {csv_error_message(e)}", path=str(p), line=1) from None
 
 
 def detect_format(path: str | Path) -> str:
@@ -62,7 +84,8 @@ def detect_format(path: str | Path) -> str:
         raise InputError("empty file: cannot detect its format", path=str(p), line=1)
     if line.count("\t") == 6:
         return "gavel"
-    cols = {c.strip().lower() for c in line.split(",")}
+    fields = [c.strip() for c in _header_fields(p, line)]
+    cols = {c.lower() for c in fields}
     cands: list[str] = []
     if {"timestamp", "duration", "num_gpus"} <= cols:
         cands.append("philly_pollux")
@@ -84,34 +107,57 @@ def detect_format(path: str | Path) -> str:
                          "(format= in Python)", path=str(p), line=1)
     if cols >= _CLUSTER_SPEC:
         raise InputError("this is a cluster spec (num_switch,num_node_p_switch,...), not a job trace", path=str(p))
-    col = resolve_columns([c.strip() for c in line.split(",")], None)
-    if "num_gpus" in col and ("duration" in col or "iterations" in col):
+    col = resolve_columns(fields, None)
+    if ("num_gpus" in col or "gpu_milli" in col) and {"duration", "iterations", "end"} & set(col):
         return "generic_csv"
     raise InputError(f"unknown trace format (header: {line[:120]!r}); pass --format with one of "
-                     f"{', '.join(FORMATS)}", path=str(p), line=1)
+                     f"{', '.join(FORMATS)}, or map the columns of a generic CSV with --column FIELD=NAME",
+                     path=str(p), line=1)
+
+
+def _flag(option: str) -> str:
+    return f"{OPTION_FLAGS[option]} ({option}=)" if option in OPTION_FLAGS else f"{option}="
 
 
 def load_trace(path: str | Path, format: str | None = None, **opts: Any) -> Trace:
-    """Load ``path`` with the loader for ``format`` (detected when None). ``opts`` go to the loader
-    (``skip_invalid``, ``seed``, and format options such as ``time_unit`` or ``columns``)."""
-    fmt = format or detect_format(path)
+    """Load ``path`` with the loader for ``format`` (detected when None; ``columns`` imply ``generic_csv``).
+
+    ``opts`` go to the loader: ``skip_invalid``, ``seed``, ``unknown_models``, ``catalog`` (every format),
+    ``gpu_types`` (formats with a GPU-type column), and format options such as ``time_unit`` or ``columns``.
+    A folder loads every trace file in it as one trace (see :mod:`~ddlsched.workload.loaders.folder`)."""
+    if not str(path).strip():
+        raise InputError("the trace path is empty (--trace)", field="trace")
+    if Path(path).is_dir():
+        files, ignored = list_trace_files(Path(path))
+        traces = [load_trace(f, format, **opts) for f in files]
+        return merge_traces(Path(path), files, traces, ignored)
+    fmt = format
+    implied = False
+    if fmt is None and opts.get("columns"):
+        fmt, implied = "generic_csv", True
+    if fmt is None:
+        fmt = detect_format(path)
     if fmt not in FORMATS:
-        raise InputError(f"unknown format {fmt!r}; known formats: {', '.join(FORMATS)}", field="format")
+        raise InputError(f"unknown format {fmt!r}; known formats: {', '.join(FORMATS)} (--format)", field="format")
     loader = FORMATS[fmt].load
     params = inspect.signature(loader).parameters
-    bad = sorted(k for k in opts if k not in params or k == "path")
+    bad = sorted(k for k in opts if (k not in params or k == "path") and k not in OPTIONAL_OPTIONS)
     if bad:
-        accepted = ", ".join(k for k in params if k != "path")
-        raise InputError(f"option(s) {', '.join(bad)} not accepted by format {fmt!r}; it accepts {accepted}",
-                         field=bad[0])
-    trace = loader(path, **opts)
-    if format is None:
+        accepted = ", ".join(_flag(k) for k in params if k != "path")
+        raise InputError(f"{', '.join(_flag(k) for k in bad)} is not accepted by format {fmt!r}; it accepts "
+                         f"{accepted}", path=str(path), field=bad[0])
+    trace = loader(path, **{k: v for k, v in opts.items() if k in params})
+    if implied:
+        trace.notes.insert(0, "format 'generic_csv' implied by the column mapping (--column)")
+    elif format is None:
         trace.notes.insert(0, f"format {fmt!r} detected from the file's first line")
     return trace
 
 
 __all__ = [
     "FORMATS",
+    "OPTION_FLAGS",
+    "TRACE_SUFFIXES",
     "TraceFormat",
     "detect_format",
     "load_elasticflow",

@@ -1,26 +1,40 @@
-"""Shared row parsing and validation for the trace loaders."""
+"""Shared row handling for the trace loaders: units, model names, GPU types, and the job :class:`Builder`.
+
+Reading is in :mod:`ddlsched.workload.csvrows`. Two kinds of error come from there, both
+:class:`~ddlsched.errors.InputError` naming the file and line:
+
+* *structure* errors — bad encoding, an over-long line, an unbalanced quote, a duplicate header column — always
+  stop the load, also under ``skip_invalid``, because the rows of a damaged file can no longer be counted;
+* *row* errors — a wrong number of fields, a value that is not a number, out of range, unknown — name the
+  field too, and are skipped and counted under ``skip_invalid``.
+"""
 
 from __future__ import annotations
 
-import csv
-import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from ddlsched.errors import InputError
+from ddlsched.workload.csvrows import Header, Row, iter_lines, read_rows, short
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.model_mapping import assign_model, canonical_model, describe_mix
+from ddlsched.workload.profiles import ModelCatalog, default_catalog
 from ddlsched.workload.trace import MAX_REASONS, Trace
 
 TIME_UNITS: dict[str, float] = {"ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
 """Seconds per unit for every ``time_unit`` option."""
 
+UNKNOWN_MODEL_RULES = ("error", "map")
+"""``unknown_models`` choices: stop with a located error (default), or map to a seeded default model."""
+
 
 def unit_factor(unit: str, *, field: str = "time_unit") -> float:
     try:
         return TIME_UNITS[unit]
-    except KeyError:
-        raise InputError(f"unknown time unit {unit!r}; use one of {', '.join(TIME_UNITS)}", field=field) from None
+    except (KeyError, TypeError):
+        flag = "--" + field.replace("_", "-")
+        raise InputError(f"unknown time unit {unit!r}; use one of {', '.join(TIME_UNITS)} ({flag})",
+                         field=field) from None
 
 
 def check_file(path: str | Path) -> Path:
@@ -33,111 +47,46 @@ def check_file(path: str | Path) -> Path:
     return p
 
 
-def read_rows(path: Path, *, delimiter: str = ",") -> Iterator[tuple[int, list[str]]]:
-    """Yield ``(line_number, fields)`` for every non-blank row (line 1 = first line of the file)."""
-    try:
-        with path.open(newline="", encoding="utf-8-sig") as f:
-            reader = csv.reader(f, delimiter=delimiter)
-            line = 1
-            for row in reader:
-                if row and any(c.strip() for c in row):
-                    yield line, [c.strip() for c in row]
-                line = reader.line_num + 1
-    except UnicodeDecodeError as e:
-        raise InputError(f"not a UTF-8 text file ({e.reason})", path=str(path)) from None
-    except csv.Error as e:
-        raise InputError(f"malformed CSV: {e}", path=str(path)) from None
+__all__ = ["Builder", "Header", "Row", "check_file", "check_gpu_type", "iter_lines", "read_rows", "resolve_model",
+           "short", "unit_factor"]
 
 
-class Header:
-    """Column name → index for one CSV header line."""
-
-    def __init__(self, path: Path, fields: list[str], required: list[str]) -> None:
-        self.path = path
-        self.names = fields
-        self.index = {name: i for i, name in enumerate(fields)}
-        missing = [c for c in required if c not in self.index]
-        if missing:
-            raise InputError(f"header lacks column(s) {', '.join(missing)}; header is {','.join(fields)}",
-                             path=str(path), line=1)
-
-    def __contains__(self, name: str) -> bool:
-        return name in self.index
-
-
-class Row:
-    """One data row with typed accessors that raise InputError naming file, line and field."""
-
-    def __init__(self, path: Path, line: int, fields: list[str], header: Header | None = None,
-                 expected: int | None = None) -> None:
-        self.path = path
-        self.line = line
-        self.fields = fields
-        self.header = header
-        n = expected if expected is not None else (len(header.names) if header else None)
-        if n is not None and len(fields) != n:
-            raise self.error(f"expected {n} fields, got {len(fields)}")
-
-    @property
-    def source(self) -> str:
-        return f"{self.path}:{self.line}"
-
-    def error(self, message: str, field: str | None = None) -> InputError:
-        return InputError(message, path=str(self.path), line=self.line, field=field)
-
-    def raw(self, name: str | int) -> str:
-        if isinstance(name, int):
-            return self.fields[name]
-        assert self.header is not None
-        return self.fields[self.header.index[name]]
-
-    def text(self, name: str | int, label: str | None = None) -> str:
-        v = self.raw(name)
-        if not v:
-            raise self.error("empty value", label or str(name))
-        return v
-
-    def number(self, name: str | int, label: str | None = None, *, min_value: float | None = None,
-               positive: bool = False) -> float:
-        label = label or str(name)
-        v = self.raw(name)
-        try:
-            x = float(v)
-        except ValueError:
-            raise self.error(f"not a number: {v!r}", label) from None
-        if not math.isfinite(x):
-            raise self.error(f"not a finite number: {v!r}", label)
-        if positive and not x > 0:
-            raise self.error(f"must be > 0, got {v}", label)
-        if min_value is not None and x < min_value:
-            raise self.error(f"must be >= {min_value:g}, got {v}", label)
-        return x
-
-    def integer(self, name: str | int, label: str | None = None, *, positive: bool = False) -> int:
-        label = label or str(name)
-        x = self.number(name, label, positive=positive)
-        if x != int(x):
-            raise self.error(f"not a whole number: {self.raw(name)!r}", label)
-        return int(x)
+def resolve_model(name: str, catalog: ModelCatalog) -> str | None:
+    """Catalogue name for a trace spelling: exact catalogue name, alias table, then case-insensitive name."""
+    s = name.strip()
+    if s in catalog:
+        return s
+    canon = canonical_model(s)
+    if canon is not None and canon in catalog:
+        return canon
+    low = s.lower()
+    return next((n for n in catalog.names() if n.lower() == low), None)
 
 
 class Builder:
-    """Collects jobs, enforces unique ids, and applies ``skip_invalid``."""
+    """Collects jobs, enforces unique ids, maps model names, and applies ``skip_invalid``."""
 
     def __init__(self, path: Path, fmt: str, *, skip_invalid: bool, seed: int = 0,
-                 model_mix: Mapping[str, float] | None = None) -> None:
+                 model_mix: Mapping[str, float] | None = None, unknown_models: str = "error",
+                 catalog: ModelCatalog | None = None) -> None:
+        if unknown_models not in UNKNOWN_MODEL_RULES:
+            raise InputError(f"unknown_models must be one of {', '.join(UNKNOWN_MODEL_RULES)}, got "
+                             f"{unknown_models!r} (--unknown-models)", field="unknown_models")
         self.path = path
         self.fmt = fmt
         self.skip_invalid = skip_invalid
         self.seed = seed
         self.model_mix = model_mix
+        self.unknown_rule = unknown_models
+        self.catalog = catalog if catalog is not None else default_catalog()
         self.jobs: list[JobSpec] = []
         self.ids: set[str] = set()
         self.skipped = 0
         self.reasons: list[str] = []
         self.notes: list[str] = []
+        self.mapping: dict[str, str] = {}
         self.assigned_models = 0
-        self.unknown_models: dict[str, int] = {}
+        self.mapped_unknown: dict[str, int] = {}
 
     def reject(self, err: InputError) -> None:
         """Raise ``err``, or count it when skipping invalid rows."""
@@ -147,21 +96,28 @@ class Builder:
         if len(self.reasons) < MAX_REASONS:
             self.reasons.append(str(err))
 
-    def model(self, name: str | None, job_id: str) -> str:
-        """Catalogue name for a trace model name, or a seeded pick from the mix when the trace has none."""
+    def model(self, name: str | None, job_id: str, row: Row | None = None, field: str | None = None) -> str:
+        """Catalogue name for a trace model name, or a seeded pick from the mix when the trace has none.
+
+        A name that is not in the catalogue (nor the alias table) is an error naming file, line and field, or,
+        with ``unknown_models="map"``, replaced by the seeded pick and counted in the notes."""
         if name is None or not name.strip():
             self.assigned_models += 1
             return assign_model(job_id, seed=self.seed, mix=self.model_mix)
-        canon = canonical_model(name)
-        if canon is None:
-            self.unknown_models[name] = self.unknown_models.get(name, 0) + 1
-            return name
-        return canon
+        canon = resolve_model(name, self.catalog)
+        if canon is not None:
+            return canon
+        if self.unknown_rule == "map":
+            self.mapped_unknown[name] = self.mapped_unknown.get(name, 0) + 1
+            return assign_model(job_id, seed=self.seed, mix=self.model_mix)
+        msg = (f"unknown model {short(name)}; known models: {', '.join(self.catalog.names())}. Add its profile "
+               "with --models FILE.csv, or pass --unknown-models map to assign a seeded default model")
+        raise row.error(msg, field) if row is not None else InputError(msg, path=str(self.path), field=field)
 
     def add(self, row: Row, **kw: object) -> None:
         job_id = str(kw["job_id"])
         if job_id in self.ids:
-            raise row.error(f"duplicate job id {job_id!r}", "job_id")
+            raise row.error(f"duplicate job id {short(job_id)}", "job_id")
         try:
             job = JobSpec(source=row.source, **kw)  # type: ignore[arg-type]
         except ValueError as e:
@@ -169,16 +125,37 @@ class Builder:
         self.ids.add(job_id)
         self.jobs.append(job)
 
-    def finish(self) -> Trace:
+    def finish(self, **extra: object) -> Trace:
+        """The :class:`Trace`; an InputError when no job was loaded (no data rows, or every row skipped)."""
+        if not self.jobs:
+            if self.skipped:
+                raise InputError(f"no valid job: all {self.skipped} data rows were skipped; first: "
+                                 f"{self.reasons[0]}", path=str(self.path))
+            raise InputError("no job rows in the file (header only?)", path=str(self.path))
         notes = list(self.notes)
         if self.assigned_models:
             notes.append(f"{self.assigned_models} jobs had no model in the trace; models assigned by "
                          f"hash(seed={self.seed}, job_id) from the mix: {describe_mix(self.model_mix)}")
-        if self.unknown_models:
-            names = ", ".join(f"{k} ({v})" for k, v in sorted(self.unknown_models.items()))
-            notes.append(f"model names kept as given, not in the alias table: {names}")
+        if self.mapped_unknown:
+            names = ", ".join(f"{k} ({v})" for k, v in sorted(self.mapped_unknown.items()))
+            notes.append(f"{sum(self.mapped_unknown.values())} jobs named a model not in the catalogue: {names}; "
+                         f"--unknown-models map assigned one by hash(seed={self.seed}, job_id) from the mix: "
+                         f"{describe_mix(self.model_mix)}")
         if self.skipped:
             notes.append(f"{self.skipped} invalid rows skipped (skip_invalid=True)")
         return Trace(jobs=self.jobs, path=str(self.path), format=self.fmt, skipped=self.skipped,
-                     skipped_reasons=self.reasons, notes=notes)
+                     skipped_reasons=self.reasons, notes=notes, mapping=dict(self.mapping),
+                     **extra)  # type: ignore[arg-type]
 
+
+def check_gpu_type(row: Row, value: str, label: str, known: Collection[str] | None) -> str:
+    """The cluster's spelling of a GPU type named in a trace (case-insensitive), or a located error;
+    ``value`` unchanged when the cluster is not known (``known`` is None)."""
+    if known is None:
+        return value
+    if value in known:
+        return value
+    low = {k.lower(): k for k in known}
+    if value.lower() in low:
+        return low[value.lower()]
+    raise row.error(f"GPU type {short(value)} is not in the cluster (types: {', '.join(sorted(known))})", label)

@@ -1,99 +1,320 @@
-"""Any CSV with one job per row; the caller names the columns and the time unit.
+"""Any CSV with one job per row (a Slurm, Kubernetes or scheduler export); the caller names the columns.
 
-``columns`` maps logical fields to the file's column names. Logical fields: ``job_id``, ``arrival``,
-``num_gpus``, ``duration``, ``iterations``, ``model``, ``batch_size``, ``user``. ``num_gpus`` and one of
-``duration``/``iterations`` are required (``iterations`` wins when both are given); without ``job_id`` ids are
-``<stem>-<n>``; without ``arrival`` every job arrives at 0; without ``model`` one is assigned by hash(seed, job_id).
-Fields left out of ``columns`` are looked up under the common spellings in :data:`SYNONYMS`, so a file with
-``job_id,submission_time,duration,num_gpu`` loads with no options at all.
+``columns`` maps logical fields (:data:`FIELDS`) to the file's column names (``--column FIELD=NAME``; an empty
+NAME leaves the field unmapped). Fields left out are looked up under the common spellings in :data:`SYNONYMS`
+(case-insensitive), so ``job_id,submission_time,duration,num_gpu`` loads with no options at all.
+
+* GPUs: ``num_gpus`` and/or ``gpu_milli`` (thousandths of a GPU per GPU, Alibaba style) are required. A
+  request that is not a whole number of GPUs (0.5, or ``gpu_milli=500``) becomes ``num_gpus = ceil(request)``
+  with ``JobSpec.gpu_request`` keeping the fraction, counted in a note (``fractional_gpus="error"`` refuses
+  it). ``gpu_unit`` says what the ``num_gpus`` column counts: ``gpus`` (default), ``milli`` or ``percent``.
+* Length: ``iterations``, else ``duration``, else ``end`` minus ``start`` (when mapped) or minus ``arrival``
+  (the submission time, so the original cluster's queueing is included — a note says which).
+* Times: numbers in ``time_unit`` (``duration_unit`` for durations), clock durations or ISO-8601 timestamps,
+  recognised per value (:mod:`~ddlsched.workload.loaders.timevalues`). Timestamp arrivals become seconds after
+  the earliest one (``Trace.epoch``).
+* Without ``job_id`` ids are ``<stem>-<n>`` (n = data row, from 0); without ``arrival`` every job arrives at 0;
+  without ``model`` one is assigned by hash(seed, job_id); ``gpu_type`` is kept on the job (and checked
+  against ``gpu_types`` when the cluster is known).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+import statistics
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from ddlsched.errors import InputError
-from ddlsched.workload.loaders._common import Builder, Header, Row, check_file, read_rows, unit_factor
+from ddlsched.workload.limits import MAX_ARRIVAL_S, MAX_DURATION_S, MAX_GPUS
+from ddlsched.workload.loaders._common import (
+    Builder,
+    Header,
+    Row,
+    check_file,
+    check_gpu_type,
+    read_rows,
+    short,
+    unit_factor,
+)
+from ddlsched.workload.loaders.timevalues import ABSOLUTE, TimeValue, parse_time
+from ddlsched.workload.profiles import ModelCatalog
 from ddlsched.workload.trace import Trace
 
 SYNONYMS: dict[str, tuple[str, ...]] = {
     "job_id": ("job_id", "jobid", "id", "job_name", "name"),
-    "arrival": ("arrival", "arrival_time", "arrival_s", "submit_time", "submission_time", "submit", "time"),
-    "num_gpus": ("num_gpus", "num_gpu", "gpus", "gpu_num", "n_gpus", "gpu_count"),
-    "duration": ("duration", "duration_s", "runtime", "run_time"),
+    "arrival": ("arrival", "arrival_time", "arrival_s", "submit_time", "submission_time", "submit", "submitted",
+                "time", "creation_time", "created", "created_at"),
+    "num_gpus": ("num_gpus", "num_gpu", "gpus", "gpu_num", "n_gpus", "ngpus", "gpu_count", "allocgpus", "reqgpus"),
+    "gpu_milli": ("gpu_milli",),
+    "duration": ("duration", "duration_s", "runtime", "run_time", "elapsed", "elapsedraw"),
     "iterations": ("iterations", "iteration", "num_iterations", "total_steps", "steps"),
+    "start": ("start", "start_time", "started", "started_at"),
+    "end": ("end", "end_time", "finish_time", "completion_time", "ended", "ended_at"),
     "model": ("model", "model_name", "application"),
     "batch_size": ("batch_size", "batch"),
-    "user": ("user", "user_id", "vc", "cluster"),
+    "user": ("user", "user_id", "vc", "cluster", "account"),
+    "gpu_type": ("gpu_type", "gputype", "gpu_spec", "gpu_model"),
 }
 FIELDS = tuple(SYNONYMS)
+GPU_UNITS: dict[str, float] = {"gpus": 1.0, "milli": 1000.0, "percent": 100.0}
+"""``gpu_unit`` choices: what one unit of the ``num_gpus`` column is (value / divisor = GPUs)."""
+FRACTIONAL_RULES = ("ceil", "error")
 
 
 def resolve_columns(header: list[str], columns: Mapping[str, str] | None) -> dict[str, str]:
-    """Logical field → column name: explicit ``columns`` first, then the first matching synonym."""
+    """Logical field → column name: explicit ``columns`` first (an empty name unmaps the field), then the
+    first matching synonym (case-insensitive) among the columns not taken yet."""
     columns = dict(columns or {})
     unknown = sorted(set(columns) - set(FIELDS))
     if unknown:
-        raise InputError(f"unknown logical field(s) {', '.join(unknown)}; use {', '.join(FIELDS)}", field="columns")
-    lower = {h.lower(): h for h in header}
-    out: dict[str, str] = {}
+        raise InputError(f"unknown field(s) {', '.join(unknown)} in --column FIELD=NAME; fields: "
+                         f"{', '.join(FIELDS)}", field="columns")
+    lower = {h.lower(): h for h in reversed(header)}
+    out = {f: str(c) for f, c in columns.items() if str(c)}
+    taken = set(out.values())
     for f in FIELDS:
         if f in columns:
-            out[f] = columns[f]
             continue
         for s in SYNONYMS[f]:
-            if s in lower and lower[s] not in out.values():
+            if s in lower and lower[s] not in taken:
                 out[f] = lower[s]
+                taken.add(lower[s])
                 break
-    return out
+    return {f: out[f] for f in FIELDS if f in out}
+
+
+def _flag_hint(field: str) -> str:
+    return f"map one with --column {field}=NAME (columns={{'{field}': NAME}} in Python)"
+
+
+def check_mapping(p: Path, header: list[str], col: dict[str, str]) -> None:
+    """Every mapped column exists; the required fields are there. Errors name the --column flag."""
+    names = set(header)
+    for f, c in col.items():
+        if c not in names:
+            raise InputError(f"--column {f}={c}: the header has no column {c!r}; columns: {', '.join(header)}",
+                             path=str(p), line=1, field=f)
+    if "num_gpus" not in col and "gpu_milli" not in col:
+        raise InputError(f"no GPU-count column among {', '.join(header)}; {_flag_hint('num_gpus')}",
+                         path=str(p), line=1, field="num_gpus")
+    if not {"iterations", "duration", "end"} & set(col):
+        raise InputError(f"no duration, end or iterations column among {', '.join(header)}; "
+                         f"{_flag_hint('duration')} (or end=NAME, iterations=NAME)", path=str(p), line=1,
+                         field="duration")
+    if "end" in col and not {"iterations", "duration"} & set(col) and not {"start", "arrival"} & set(col):
+        raise InputError("an end column needs a start or arrival column to measure the run time from; "
+                         + _flag_hint("start"), path=str(p), line=1, field="end")
+
+
+@dataclass
+class _Parsed:
+    row: Row
+    job_id: str
+    arrival: TimeValue | None
+    kw: dict[str, object]
+
+
+class _TimeColumn:
+    """One time column: remembers whether its values are relative or absolute, and their time zone state."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.first: tuple[int, TimeValue] | None = None
+
+    def parse(self, r: Row) -> TimeValue:
+        v = r.text(self.name)
+        try:
+            tv = parse_time(v)
+        except ValueError as e:
+            raise r.error(f"{short(v)}: {e}", self.name) from None
+        if tv.kind == "number" and not math.isfinite(tv.seconds):
+            raise r.error(f"not a finite number: {short(v)}", self.name)
+        if tv.seconds < 0:
+            raise r.error(f"must be >= 0, got {short(v)}", self.name)
+        if self.first is None:
+            self.first = (r.line, tv)
+            return tv
+        line, first = self.first
+        if tv.cls != first.cls:
+            raise r.error(f"{short(v)} is {'an absolute timestamp' if tv.cls == ABSOLUTE else 'a relative value'}"
+                          f" but line {line} of this column holds "
+                          f"{'an absolute timestamp' if first.cls == ABSOLUTE else 'a relative value'}", self.name)
+        if tv.when is not None and first.when is not None and (tv.when.tzinfo is None) != (first.when.tzinfo is None):
+            raise r.error(f"{short(v)}: timestamps with and without a time zone are mixed (line {line})", self.name)
+        return tv
 
 
 def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int = 0,
                      columns: Mapping[str, str] | None = None, time_unit: str = "s",
                      duration_unit: str | None = None, delimiter: str = ",",
-                     model_mix: Mapping[str, float] | None = None) -> Trace:
-    """Load a CSV described by ``columns``; ``time_unit`` ("ms", "s", "min", "h") applies to arrival and duration
-    (``duration_unit`` overrides it for durations)."""
+                     model_mix: Mapping[str, float] | None = None, gpu_unit: str = "gpus",
+                     fractional_gpus: str = "ceil", gpu_types: Collection[str] | None = None,
+                     unknown_models: str = "error", catalog: ModelCatalog | None = None) -> Trace:
+    """Load a CSV described by ``columns`` (see the module docstring for every rule)."""
     p = check_file(path)
     t_factor = unit_factor(time_unit)
     d_factor = unit_factor(duration_unit, field="duration_unit") if duration_unit else t_factor
-    b = Builder(p, "generic_csv", skip_invalid=skip_invalid, seed=seed, model_mix=model_mix)
+    d_unit = duration_unit or time_unit
+    if gpu_unit not in GPU_UNITS:
+        raise InputError(f"unknown GPU unit {gpu_unit!r}; use one of {', '.join(GPU_UNITS)} (--gpu-unit)",
+                         field="gpu_unit")
+    if fractional_gpus not in FRACTIONAL_RULES:
+        raise InputError(f"fractional_gpus must be one of {', '.join(FRACTIONAL_RULES)}, got {fractional_gpus!r} "
+                         "(--fractional-gpus)", field="fractional_gpus")
+    b = Builder(p, "generic_csv", skip_invalid=skip_invalid, seed=seed, model_mix=model_mix,
+                unknown_models=unknown_models, catalog=catalog)
     rows = read_rows(p, delimiter=delimiter)
     first = next(rows, None)
     if first is None:
-        raise InputError("empty file", path=str(p))
+        raise InputError("empty file", path=str(p), line=1)
     col = resolve_columns(first[1], columns)
-    if "num_gpus" not in col:
-        raise InputError("no GPU-count column; pass columns={'num_gpus': ...}", path=str(p), line=1,
-                         field="num_gpus")
-    if "duration" not in col and "iterations" not in col:
-        raise InputError("no duration or iterations column; pass columns={'duration': ...}", path=str(p), line=1,
-                         field="duration")
-    header = Header(p, first[1], list(col.values()))
+    header = Header(p, first[1], [])
+    check_mapping(p, first[1], col)
+    length = "iterations" if "iterations" in col else "duration" if "duration" in col else "end"
+    unused = {"iterations": ("duration", "start", "end"), "duration": ("start", "end"), "end": ()}[length]
+    dropped = [col.pop(f) for f in unused if f in col]
+    if dropped:
+        b.notes.append(f"{length} column {col[length]!r} used; not used for the run time: {', '.join(dropped)}")
+    start = "start" if "start" in col else "arrival"
+    b.mapping = dict(col)
+    if length == "end":
+        b.mapping["duration"] = f"{col['end']} - {col[start]}"
     b.notes.append("columns: " + ", ".join(f"{k}={v}" for k, v in col.items())
                    + f"; time unit {time_unit}" + (f", duration unit {duration_unit}" if duration_unit else ""))
     if "arrival" not in col:
         b.notes.append("no arrival column: every job arrives at 0")
-    if "iterations" in col and "duration" in col:
-        b.notes.append("both iterations and duration given: iterations used")
+    if length == "end":
+        b.notes.append(f"duration = {col['end']} - {col[start]}"
+                       + (" (start column)" if start == "start" else
+                          " (the submission time: the run time includes the job's queueing in the original "
+                          "cluster; map --column start=NAME to measure from the start)"))
+    tcols = {f: _TimeColumn(col[f]) for f in ("arrival", "start", "end") if f in col}
+    dcol = _TimeColumn(col["duration"]) if length == "duration" else None
+    fractional = 0
+    parsed: list[_Parsed] = []
+
+    def point_s(r: Row, f: str, tv: TimeValue) -> float:
+        """A relative time point in seconds (numbers in time_unit, clock values in seconds)."""
+        if tv.kind == "number":
+            return r.seconds(tv.seconds, col[f], factor=t_factor, unit=time_unit, limit=MAX_ARRIVAL_S, what=f,
+                             positive=False)
+        return r.seconds(tv.seconds, col[f], factor=1.0, unit="s", limit=MAX_ARRIVAL_S, what=f, positive=False)
+
     for line, fields in rows:
         try:
             r = Row(p, line, fields, header)
             job_id = r.text(col["job_id"]) if "job_id" in col else f"{p.stem}-{line - 2}"
             kw: dict[str, object] = {}
-            if "iterations" in col:
-                kw["iterations"] = r.number(col["iterations"], positive=True)
+            # GPUs
+            if "num_gpus" in col:
+                req = r.number(col["num_gpus"], min_value=0) / GPU_UNITS[gpu_unit]
+                gpu_label = col["num_gpus"]
             else:
-                kw["duration_s"] = r.number(col["duration"], positive=True) * d_factor
+                req = 1.0
+                gpu_label = col["gpu_milli"]
+            if "gpu_milli" in col:
+                req = req * r.number(col["gpu_milli"], min_value=0) / 1000.0
+                gpu_label = col["gpu_milli"]
+            if not req > 0:
+                raise r.error("the job requests no GPU (0)", gpu_label)
+            if req > MAX_GPUS:
+                raise r.error(f"{req:g} GPUs is beyond the limit of {MAX_GPUS:,}", gpu_label)
+            n = math.ceil(req)
+            if n != req:
+                if fractional_gpus == "error":
+                    raise r.error(f"fractional GPU request {req:g} (pass --fractional-gpus ceil to round it up)",
+                                  gpu_label)
+                kw["gpu_request"] = req
+            kw["num_gpus"] = n
+            # length
+            arrival = tcols["arrival"].parse(r) if "arrival" in tcols else None
+            if length == "iterations":
+                kw["iterations"] = r.iterations(col["iterations"])
+            elif length == "duration":
+                assert dcol is not None
+                tv = dcol.parse(r)
+                if tv.cls == ABSOLUTE:
+                    raise r.error(f"{short(r.raw(col['duration']))} is a timestamp, not a duration; map it with "
+                                  f"--column end={col['duration']} instead", col["duration"])
+                factor, unit = (d_factor, d_unit) if tv.kind == "number" else (1.0, "s")
+                kw["duration_s"] = r.seconds(tv.seconds, col["duration"], factor=factor, unit=unit,
+                                             limit=MAX_DURATION_S, what="duration")
+            else:
+                end = tcols["end"].parse(r)
+                begin = tcols[start].parse(r) if start != "arrival" else arrival
+                assert begin is not None
+                if end.cls != begin.cls:
+                    raise r.error(f"{col['end']} and {col[start]} hold different kinds of time (a timestamp and a "
+                                  "relative value)", col["end"])
+                if end.when is not None and begin.when is not None:
+                    if (end.when.tzinfo is None) != (begin.when.tzinfo is None):
+                        raise r.error(f"{col['end']} and {col[start]}: timestamps with and without a time zone",
+                                      col["end"])
+                    d = (end.when - begin.when).total_seconds()
+                else:
+                    d = point_s(r, "end", end) - point_s(r, start, begin)
+                if not d > 0:
+                    raise r.error(f"end {short(r.raw(col['end']))} is not after {start} "
+                                  f"{short(r.raw(col[start]))} (run time {d:g} s)", col["end"])
+                if d > MAX_DURATION_S:
+                    raise r.error(f"run time {d:g} s is beyond the limit of {MAX_DURATION_S:g} s", col["end"])
+                kw["duration_s"] = d
+            if arrival is not None and arrival.cls != ABSOLUTE:
+                arrival = TimeValue(arrival.kind, point_s(r, "arrival", arrival))
             if "batch_size" in col:
-                kw["batch_size"] = r.integer(col["batch_size"], positive=True)
+                kw["batch_size"] = r.batch_size(col["batch_size"])
             if "user" in col:
                 kw["user"] = r.raw(col["user"]) or None
+            if "gpu_type" in col and r.raw(col["gpu_type"]):
+                kw["gpu_type"] = check_gpu_type(r, r.raw(col["gpu_type"]), col["gpu_type"], gpu_types)
             model = r.raw(col["model"]) if "model" in col else None
-            arrival = r.number(col["arrival"], min_value=0) * t_factor if "arrival" in col else 0.0
-            b.add(r, job_id=job_id, arrival_s=arrival, num_gpus=r.integer(col["num_gpus"], positive=True),
-                  model=b.model(model, job_id), **kw)
+            kw["model"] = b.model(model, job_id, r, col.get("model"))
+            parsed.append(_Parsed(r, job_id, arrival, kw))
         except InputError as e:
             b.reject(e)
-    return b.finish()
+    epoch: datetime | None = None
+    stamps = [x.arrival.when for x in parsed if x.arrival is not None and x.arrival.when is not None]
+    if stamps:
+        epoch = min(stamps)
+        b.notes.append(f"arrival_s = seconds since the earliest {col['arrival']} ({epoch.isoformat()}"
+                       + (", wall clock)" if epoch.tzinfo is None else ")"))
+    for x in parsed:
+        try:
+            if x.arrival is None:
+                arrival_s = 0.0
+            elif x.arrival.when is not None:
+                assert epoch is not None
+                arrival_s = x.row.seconds((x.arrival.when - epoch).total_seconds(), col["arrival"], factor=1.0,
+                                          unit="s", limit=MAX_ARRIVAL_S, what="arrival", positive=False)
+            else:
+                arrival_s = x.arrival.seconds
+            b.add(x.row, job_id=x.job_id, arrival_s=arrival_s, **x.kw)
+            fractional += "gpu_request" in x.kw
+        except InputError as e:
+            b.reject(e)
+    if fractional:
+        b.notes.append(f"{fractional} jobs asked for a fractional number of GPUs: rounded up to whole GPUs "
+                       "(JobSpec.gpu_request keeps the fraction)")
+    if length == "duration":
+        _warn_absolute_durations(b, col["duration"])
+    return b.finish(epoch=epoch)
+
+
+def _warn_absolute_durations(b: Builder, name: str) -> None:
+    """A ``warning:`` note when a duration column looks like absolute times (e.g. ``duration=deletion_time``):
+    at least 10 jobs, every value >= its job's arrival, and values that rise with the arrivals (Pearson
+    correlation >= 0.9). Real run times do not follow the submission clock."""
+    pairs = [(j.arrival_s, j.duration_s) for j in b.jobs if j.duration_s is not None]
+    if len(pairs) < 10 or any(d < a for a, d in pairs):
+        return
+    try:
+        r = statistics.correlation([a for a, _ in pairs], [d for _, d in pairs])
+    except statistics.StatisticsError:  # constant arrivals or durations
+        return
+    if r >= 0.9:
+        b.notes.append(f"warning: duration column {name!r} rises with the arrival times (correlation {r:.2f}) and "
+                       "is never below them: it looks like absolute end times, not run times; if so, map it "
+                       f"with --column end={name}")

@@ -13,64 +13,73 @@ window). Pass ``time_unit="s"`` to read them as seconds instead.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ddlsched.errors import InputError
 from ddlsched.workload.loaders._common import Builder, Header, Row, check_file, read_rows, unit_factor
+from ddlsched.workload.profiles import ModelCatalog
 from ddlsched.workload.trace import Trace
 
 REQUIRED = ["job_id", "num_gpu", "iterations", "model_name"]
 
 
 def detect_submit_unit(values: list[str]) -> str:
-    """The per-file rule for ``time_unit="auto"``: ``"s"`` when any value has a fractional part, else ``"ms"``."""
+    """The per-file rule for ``time_unit="auto"``: ``"s"`` when any finite value has a fractional part, else
+    ``"ms"`` (values that are not finite numbers are left to the row checks)."""
     for v in values:
         try:
             x = float(v)
         except ValueError:
             continue
-        if x != int(x):
+        if math.isfinite(x) and x != int(x):
             return "s"
     return "ms"
 
 
-def load_muri(path: str | Path, *, skip_invalid: bool = False, seed: int = 0, time_unit: str = "auto") -> Trace:
+def load_muri(path: str | Path, *, skip_invalid: bool = False, seed: int = 0, time_unit: str = "auto",
+              unknown_models: str = "error", catalog: ModelCatalog | None = None) -> Trace:
     """Load a Muri-format trace. ``iterations`` and the model name are kept (preferred over ``duration``);
     ``batch_size`` when present. Files without ``submit_time`` (SJF-BSBF ``add_job.csv``) arrive at 0 (noted)."""
     p = check_file(path)
-    b = Builder(p, "muri", skip_invalid=skip_invalid, seed=seed)
+    b = Builder(p, "muri", skip_invalid=skip_invalid, seed=seed, unknown_models=unknown_models, catalog=catalog)
     rows = list(read_rows(p))
     if not rows:
-        raise InputError("empty file", path=str(p))
+        raise InputError("empty file", path=str(p), line=1)
     header = Header(p, rows[0][1], REQUIRED)
     has_submit = "submit_time" in header
     data = rows[1:]
+    unit = "s"
     if has_submit:
         if time_unit == "auto":
             col = header.index["submit_time"]
             unit = detect_submit_unit([f[col] for _, f in data if len(f) > col])
             b.notes.append(f"submit_time read as {unit} (auto rule: 's' if any value is fractional, else 'ms'; "
-                           "override with time_unit)")
+                           "override with --time-unit)")
             whole = all(f[col].endswith("000") or f[col] == "0" for _, f in data if len(f) > col)
             if unit == "ms" and not whole:
                 b.notes.append("submit_time values are not whole seconds x 1000 (arrivals rescaled by the file's "
-                               "authors); read as ms like Muri/SJF-BSBF jobs.py, pass time_unit='s' for seconds")
+                               "authors); read as ms like Muri/SJF-BSBF jobs.py, pass --time-unit s for seconds")
         else:
             unit = time_unit
-            b.notes.append(f"submit_time read as {unit} (time_unit given)")
+            b.notes.append(f"submit_time read as {unit} (time unit given)")
         factor = unit_factor(unit)
     else:
         factor = 0.0
         b.notes.append("file has no submit_time column: every job arrives at 0")
+    b.mapping = {"job_id": "job_id", "arrival": f"submit_time ({unit})" if has_submit else "0 (no submit_time)",
+                 "num_gpus": "num_gpu", "iterations": "iterations", "model": "model_name"}
+    if "batch_size" in header:
+        b.mapping["batch_size"] = "batch_size"
     for line, fields in data:
         try:
             r = Row(p, line, fields, header)
             job_id = r.text("job_id")
-            gpus = r.integer("num_gpu", positive=True)
-            arrival = r.number("submit_time", min_value=0) * factor if has_submit else 0.0
-            iters = r.number("iterations", positive=True)
-            model = b.model(r.text("model_name"), job_id)
-            bs = r.integer("batch_size", positive=True) if "batch_size" in header else None
+            gpus = r.gpus("num_gpu")
+            arrival = r.arrival("submit_time", factor=factor, unit=unit) if has_submit else 0.0
+            iters = r.iterations("iterations")
+            model = b.model(r.text("model_name"), job_id, r, "model_name")
+            bs = r.batch_size("batch_size") if "batch_size" in header else None
             b.add(r, job_id=job_id, arrival_s=arrival, num_gpus=gpus, model=model, iterations=iters, batch_size=bs)
         except InputError as e:
             b.reject(e)

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ddlsched.errors import InputError
+from ddlsched.workload.limits import MAX_ARRIVAL_S, MAX_GPUS
 from ddlsched.workload.loaders._common import Builder, Header, Row, check_file, read_rows
+from ddlsched.workload.profiles import ModelCatalog
 from ddlsched.workload.trace import Trace
 
 REQUIRED = ["job_id", "num_gpu", "submit_time", "iterations", "model_name"]
 
 
 def load_tiresias(path: str | Path, *, skip_invalid: bool = False, seed: int = 0, num_gpus: int = 1,
-                  arrival_rate_per_s: float | None = None, model_mix: Mapping[str, float] | None = None) -> Trace:
+                  arrival_rate_per_s: float | None = None, model_mix: Mapping[str, float] | None = None,
+                  unknown_models: str = "error", catalog: ModelCatalog | None = None) -> Trace:
     """Load a Tiresias trace.
 
     * Job table (``job_id,num_gpu,submit_time,iterations,model_name,...``, seconds): iterations and model kept.
@@ -27,19 +31,22 @@ def load_tiresias(path: str | Path, *, skip_invalid: bool = False, seed: int = 0
     rows = read_rows(p)
     first = next(rows, None)
     if first is None:
-        raise InputError("empty file", path=str(p))
-    if first[1] == ["duration"]:
+        raise InputError("empty file", path=str(p), line=1)
+    if [c.lower() for c in first[1]] == ["duration"]:
         return _load_durations(p, rows, skip_invalid=skip_invalid, seed=seed, num_gpus=num_gpus,
                                rate=arrival_rate_per_s, model_mix=model_mix)
-    b = Builder(p, "tiresias", skip_invalid=skip_invalid, seed=seed)
+    b = Builder(p, "tiresias", skip_invalid=skip_invalid, seed=seed, unknown_models=unknown_models,
+                catalog=catalog)
     header = Header(p, first[1], REQUIRED)
+    b.mapping = {"job_id": "job_id", "arrival": "submit_time (s)", "num_gpus": "num_gpu",
+                 "iterations": "iterations", "model": "model_name"}
     for line, fields in rows:
         try:
             r = Row(p, line, fields, header)
             job_id = r.text("job_id")
-            b.add(r, job_id=job_id, arrival_s=r.number("submit_time", min_value=0),
-                  num_gpus=r.integer("num_gpu", positive=True), model=b.model(r.text("model_name"), job_id),
-                  iterations=r.number("iterations", positive=True))
+            b.add(r, job_id=job_id, arrival_s=r.arrival("submit_time"), num_gpus=r.gpus("num_gpu"),
+                  model=b.model(r.text("model_name"), job_id, r, "model_name"),
+                  iterations=r.iterations("iterations"))
         except InputError as e:
             b.reject(e)
     return b.finish()
@@ -47,18 +54,23 @@ def load_tiresias(path: str | Path, *, skip_invalid: bool = False, seed: int = 0
 
 def _load_durations(p: Path, rows: Iterator[tuple[int, list[str]]], *, skip_invalid: bool, seed: int, num_gpus: int,
                     rate: float | None, model_mix: Mapping[str, float] | None) -> Trace:
-    if num_gpus < 1:
-        raise InputError(f"num_gpus must be >= 1, got {num_gpus}", field="num_gpus")
-    if rate is not None and not rate > 0:
-        raise InputError(f"arrival_rate_per_s must be > 0, got {rate}", field="arrival_rate_per_s")
+    if isinstance(num_gpus, bool) or not isinstance(num_gpus, int) or not 1 <= num_gpus <= MAX_GPUS:
+        raise InputError(f"num_gpus must be a whole number in 1..{MAX_GPUS}, got {num_gpus!r}", field="num_gpus")
+    if rate is not None and not (isinstance(rate, int | float) and math.isfinite(rate) and rate > 0):
+        raise InputError(f"arrival_rate_per_s must be a finite number > 0, got {rate!r}", field="arrival_rate_per_s")
     b = Builder(p, "tiresias", skip_invalid=skip_invalid, seed=seed, model_mix=model_mix)
+    b.mapping = {"job_id": "<file stem>-<line - 2>", "duration": "duration (s)", "num_gpus": f"{num_gpus} (option)",
+                 "arrival": "0" if rate is None else f"Poisson, rate {rate:g}/s", "model": "hash(seed, job_id)"}
     rng = random.Random(seed)
     t = 0.0
     for line, fields in rows:
         try:
             r = Row(p, line, fields, expected=1)
-            dur = r.number(0, "duration", positive=True)
+            dur = r.duration(0, "duration")
             job_id = f"{p.stem}-{line - 2}"
+            if t > MAX_ARRIVAL_S:
+                raise r.error(f"generated arrival {t:g} s is beyond the limit of {MAX_ARRIVAL_S:g} s (raise "
+                              "arrival_rate_per_s)", "arrival")
             b.add(r, job_id=job_id, arrival_s=t, num_gpus=num_gpus, model=b.model(None, job_id), duration_s=dur)
             if rate is not None:
                 t += rng.expovariate(rate)
