@@ -84,6 +84,22 @@ SUMMARY_FIELDS: dict[str, str] = {
     "offered_load": "Σ over completed jobs of GPUs × ideal_run_s ÷ (cluster GPUs × arrival span): > 1 means "
                     "more work arrives than the cluster could do even with ideal placements",
     "preemptions": "total preemptions",
+    "mechanisms": "how often each mechanism of the execution model and of the policy fired (MECHANISMS)",
+}
+
+MECHANISMS: dict[str, str] = {
+    "starts": "fluid: jobs (re)started",
+    "shared_starts": "fluid: starts onto a GPU that already hosted another job (GPU sharing)",
+    "accumulation_starts": "fluid: starts with gradient accumulation (sub-batch > 1 step)",
+    "preemptions": "fluid: preemptions",
+    "transfers": "task DAG: all-reduce transfers admitted",
+    "contended_transfers": "task DAG: transfers admitted onto a NIC that already carried one",
+    "time_shared_starts": "task DAG: jobs made resident on a GPU that already hosted one (time sharing)",
+    "rounds": "rounds: synchronisation rounds completed",
+    "relaxed_rounds": "rounds: rounds whose tasks ran on fewer distinct GPUs than the job asked for",
+    "switches": "rounds: task switches that paid the switching overhead",
+    "leases": "rounds: gang leases granted (Start)",
+    "revocations": "rounds: gang leases revoked (Preempt)",
 }
 
 TIMESERIES_FIELDS: dict[str, str] = {

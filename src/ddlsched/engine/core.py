@@ -206,7 +206,9 @@ class Core:
         if progress is not None:
             progress(self.now, len(self.records), total)
         name, params = model.physics()
-        return SimResult(records=self.records, rejected=self.rejected, unfinished=unfinished, timeseries=self.ts,
+        mech = {**model.mechanisms(), **policy.mechanisms()}
+        return SimResult(mechanisms=dict(sorted(mech.items())),
+                         records=self.records, rejected=self.rejected, unfinished=unfinished, timeseries=self.ts,
                          cluster=self.cluster, policy=self._policy_name(), execution_model=model.name,
                          perf_model=name, perf_params=params, seed=model.settings.seed, events=self.events,
                          wall_s=wallclock.perf_counter() - t0, busy_gpu_s=self.busy_gpu_s, skipped=self.skipped,

@@ -134,6 +134,10 @@ class FluidModel(ExecutionModel):
         self._ideal_cache: dict[tuple[str, int], IdealTimes | None] = {}
         self._view: SchedulerView | None = None
         self._audit = False
+        self._mech = {"starts": 0, "shared_starts": 0, "accumulation_starts": 0, "preemptions": 0}
+
+    def mechanisms(self) -> dict[str, float]:
+        return dict(self._mech)
 
     def bind(self, ctx: Any) -> None:
         super().bind(ctx)
@@ -286,6 +290,12 @@ class FluidModel(ExecutionModel):
             if self.gpu_mem[g] + mem > cluster.gpu_mem_mb(g) + 1e-6:
                 raise SimulationError(f"t={now}: job {d.job_id}: GPU {g} memory over-allocated")
         self._dequeue(st)
+        mech = self._mech
+        mech["starts"] += 1
+        if any(self.gpu_jobs[g] for g in gpus):
+            mech["shared_starts"] += 1
+        if d.accum_steps > 1:
+            mech["accumulation_starts"] += 1
         newly_busy = [g for g in gpus if not self.gpu_jobs[g]]
         self.free.take(newly_busy)
         self._busy_gpus += len(newly_busy)
@@ -355,6 +365,7 @@ class FluidModel(ExecutionModel):
         if st is None or st.status is not JobStatus.RUNNING:
             raise SimulationError(f"t={now}: cannot preempt job {d.job_id!r}: it is not running")
         self._release(st, now)
+        self._mech["preemptions"] += 1
         st.preemptions += 1
         st.gpus = ()
         self._enqueue(st, now, in_order=False)

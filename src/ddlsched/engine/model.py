@@ -139,5 +139,9 @@ class ExecutionModel(ABC):
         """(name, parameters) of the physics the run used, for the summary."""
         return self.settings.perf_model or "", dict(self.settings.perf_params)
 
+    def mechanisms(self) -> dict[str, float]:
+        """Counts of the model's mechanisms that fired (``ddlsched.vocabulary.MECHANISMS``)."""
+        return {}
+
     def finish_checks(self) -> None:  # noqa: B027 - optional hook
         """Invariants checked once at the end of the run (e.g. nothing left allocated)."""

@@ -28,6 +28,7 @@ class SimResult:
     busy_gpu_s: float
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
+    mechanisms: dict[str, float] = field(default_factory=dict)
     audit: list[tuple[float, str, str, float]] = field(default_factory=list)
 
     @property

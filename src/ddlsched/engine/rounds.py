@@ -222,6 +222,10 @@ class RoundsModel(ExecutionModel):
         self._busy = 0
         self._ideal_cache: dict[tuple[str, int], tuple[float, float, float] | None] = {}
         self._view = RoundsView(self)
+        self._mech = {"rounds": 0, "relaxed_rounds": 0, "switches": 0, "leases": 0, "revocations": 0}
+
+    def mechanisms(self) -> dict[str, float]:
+        return dict(self._mech)
 
     # ---------------------------------------------------------------- helpers
     def sync_alone(self, profile: ModelProfile, gpus: Sequence[int]) -> float:
@@ -339,6 +343,7 @@ class RoundsModel(ExecutionModel):
                 if job.lease is None:
                     raise SimulationError(f"t={self.ctx.now}: Preempt {job.job_id}: it holds no lease")
                 self._drop_lease(job)
+                self._mech["revocations"] += 1
                 job.preemptions += 1
                 self._set_active(job)
         for d in decisions:
@@ -404,6 +409,7 @@ class RoundsModel(ExecutionModel):
             self.gpu_lease[g] = job.job_id
             self._recount_busy(g, before)
         job.lease = tuple(d.gpus)
+        self._mech["leases"] += 1
         self._set_active(job)
 
     def _drop_lease(self, job: RoundJob) -> None:
@@ -423,6 +429,7 @@ class RoundsModel(ExecutionModel):
         o = 0.0 if self.gpu_last[g] == job.job_id else job.switch_cost
         if o > 0:
             job.switches += 1
+            self._mech["switches"] += 1
         p = job.task_s[self.cluster.gpu_type[g]]
         dur = o + p
         self.gpu_task[g] = (job.active_total(now), o, p)
@@ -466,6 +473,9 @@ class RoundsModel(ExecutionModel):
             if job.ready or job.running:
                 raise SimulationError(f"{job.job_id}: round {job.round} complete with tasks outstanding")
             job.last_gpus = tuple(job.round_gpus)
+            self._mech["rounds"] += 1
+            if len(set(job.round_gpus)) < job.n:
+                self._mech["relaxed_rounds"] += 1
             sync = job.scale * self.sync_alone(job.profile, job.round_gpus)
             self._account_round(job, self.gpu_task[g], sync)
             job.round_gpus = []

@@ -228,6 +228,10 @@ class TaskDagModel(ExecutionModel):
         self.views: dict[str, TaskJobView] = {}
         self._busy_gpus = 0
         self._view = TaskView(self)
+        self._mech = {"transfers": 0, "contended_transfers": 0, "time_shared_starts": 0}
+
+    def mechanisms(self) -> dict[str, float]:
+        return dict(self._mech)
 
     # ---------------------------------------------------------------- physics helpers
     def transfer_alone_s(self, size_mb: float) -> float:
@@ -386,6 +390,9 @@ class TaskDagModel(ExecutionModel):
         job.comm_t = now
         job.comm_rate = 0.0
         job.comm_k = 0
+        self._mech["transfers"] += 1
+        if any(self.node_comm[s] for s in job.nodes):
+            self._mech["contended_transfers"] += 1
         for s in job.nodes:
             self.node_comm[s].append(job)
 
@@ -471,6 +478,8 @@ class TaskDagModel(ExecutionModel):
         job.alone_c = (job.fw + job.bw) / min(job.speed.values())
         job.alone_m = self.transfer_alone_s(job.size_mb) if job.multi else 0.0
         per_step_comm = job.alone_m
+        if any(self.gpu_jobs[g] for g in gpus):
+            self._mech["time_shared_starts"] += 1
         for g in gpus:
             if not self.gpu_jobs[g]:
                 self._busy_gpus += 1

@@ -45,7 +45,8 @@ def summarize(result: SimResult) -> dict[str, Any]:
     }
     if out["jobs"] != out["jobs_completed"] + out["jobs_rejected"] + out["jobs_unfinished"] + out["jobs_skipped"]:
         raise SimulationError("job accounting does not close")
-    keys = [k for k in SUMMARY_FIELDS if k not in out]
+    keys = [k for k in SUMMARY_FIELDS if k not in out and k != "mechanisms"]
+    out["mechanisms"] = dict(result.mechanisms)
     if not recs:
         out.update({k: math.nan for k in keys})
         out["preemptions"] = 0

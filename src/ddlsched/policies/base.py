@@ -27,6 +27,11 @@ class Policy(ABC):
     def reset(self) -> None:  # noqa: B027 - optional hook
         """Forget state kept from a previous run."""
 
+    def mechanisms(self) -> dict[str, float]:
+        """Counts of how often the policy's own mechanisms fired in the run (e.g. delayed placements); names are
+        documented in ``ddlsched.vocabulary.MECHANISMS``. Reported in the summary under ``mechanisms``."""
+        return {}
+
     @abstractmethod
     def schedule(self, view: Any) -> Sequence[Decision]:
         """Decide what to start, preempt, run or admit, or when to be called again."""
