@@ -45,6 +45,9 @@ RECORD_FIELDS: dict[str, str] = {
     "last_gpus": "GPUs of its last placement (rounds: of its last round), space-separated",
 }
 
+TEXT_FIELDS: frozenset[str] = frozenset({"job_id", "model", "user", "last_gpus"})
+"""Record columns that are text even when they look like numbers (readers must not convert them)."""
+
 CAUSES: tuple[str, ...] = ("contention_s", "spread_s", "sharing_s", "hetero_s", "switch_s", "restart_s")
 """The causes of run-time excess over the ideal, in record order."""
 

@@ -7,22 +7,30 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from ddlsched.cli.common import console, err_console
+from ddlsched.cli.common import console, err_console, plugin_option
 from ddlsched.errors import InputError
 
 
 @click.command("policies")
-def policies_cmd() -> None:
+@plugin_option
+def policies_cmd(plugins: tuple[str, ...]) -> None:
     """List every policy with a one-line description, and the physics models."""
+    from ddlsched.engine.run import MODELS
     from ddlsched.perf import PERF_MODELS
-    from ddlsched.policies import list_policies
+    from ddlsched.policies.registry import policy_rows
 
     t = Table(title="policies (ORDER+PLACEMENT composes a baseline; a bare ORDER uses consolidated)")
-    t.add_column("name")
-    t.add_column("description")
-    for name, desc in list_policies():
-        t.add_row(name, desc)
+    for col in ("name", "execution model", "family", "description"):
+        t.add_column(col)
+    for row in policy_rows():
+        t.add_row(*row)
     console.print(t)
+    e = Table(title="execution models (chosen by the policy; docs/engine.md)")
+    e.add_column("name")
+    e.add_column("description")
+    for name, cls in MODELS.items():
+        e.add_row(name, cls.description)
+    console.print(e)
     m = Table(title="physics models (--perf-model)")
     m.add_column("name")
     m.add_column("description")

@@ -171,6 +171,20 @@ def trace_options(f: Any) -> Any:
     return f
 
 
+def _load_plugins(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    from ddlsched.policies.registry import load_plugin
+
+    for spec in value:
+        load_plugin(spec)
+    return value
+
+
+plugin_option = click.option(
+    "--plugin", "plugins", multiple=True, metavar="FILE.py|MODULE", is_eager=True, expose_value=True,
+    callback=_load_plugins, help="Import a policy plug-in (a .py file or a module) before anything else; repeatable "
+                                 "(docs/adding-a-policy.md).")
+
+
 def load_options(kw: dict[str, Any]) -> dict[str, Any]:
     """Loader options from the parsed :func:`mapping_options` (only the flags that were given)."""
     opts: dict[str, Any] = {"skip_invalid": bool(kw.get("skip_invalid"))}

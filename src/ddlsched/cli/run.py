@@ -17,6 +17,7 @@ from ddlsched.cli.common import (
     err_console,
     load_run_inputs,
     parse_kv,
+    plugin_option,
     run_one,
     summary_table,
     trace_options,
@@ -39,7 +40,7 @@ def run_inputs(kw: dict[str, Any], policy: str, params: dict[str, Any]) -> dict[
         p = Path(path)
         return file_digest(p)["sha256"] if p.is_file() else None
 
-    return {"ddlsched": __version__, "policy": policy, "policy_params": params,
+    return {"ddlsched": __version__, "policy": policy, "policy_params": params, "plugins": list(kw["plugins"]),
             "trace": str(kw["trace_path"]), "trace_sha256": digest(kw["trace_path"]), "format": kw["fmt"],
             "columns": list(kw["columns"]), "time_unit": kw["time_unit"], "skip_invalid": kw["skip_invalid"],
             "max_jobs": kw["max_jobs"], "load_scale": kw["load_scale"], "cluster": kw["cluster_spec"],
@@ -51,6 +52,7 @@ def run_inputs(kw: dict[str, Any], policy: str, params: dict[str, Any]) -> dict[
 
 @click.command()
 @trace_options
+@plugin_option
 @click.option("--policy", required=True, help="Policy name (see 'ddlsched policies').")
 @click.option("--policy-param", multiple=True, metavar="KEY=VALUE", help="Policy parameter (JSON values).")
 @click.option("--out", type=click.Path(file_okay=False), required=True,
@@ -81,6 +83,7 @@ def simulate(policy: str, policy_param: tuple[str, ...], out: str, overwrite: bo
 
 @click.command()
 @trace_options
+@plugin_option
 @click.option("--policies", required=True, help="Comma-separated policy names.")
 @click.option("--out", type=click.Path(file_okay=False), required=True,
               help="Output directory (new or empty; see --overwrite, --resume).")
@@ -126,8 +129,23 @@ def compare(policies: str, out: str, overwrite: bool, resume: bool, make_report:
     load = rows[0].get("offered_load") or 0.0
     console.print(f"{cluster.describe()}; {len(jobs)} jobs; offered load {load:.2f}")
     console.print(summary_table(rows, f"policies on {cluster.name}"))
+    note = mixed_models_note(rows)
+    if note:
+        _note(note)
     console.print(f"results in {out}/ (comparison.csv, one folder per policy)")
     _maybe_report(make_report, out)
+
+
+def mixed_models_note(rows: list[dict[str, Any]]) -> str:
+    """A note when the rows come from different execution models (their physics differ; docs/engine.md)."""
+    models: dict[str, list[str]] = {}
+    for r in rows:
+        models.setdefault(str(r.get("execution_model")), []).append(str(r.get("policy")))
+    if len(models) < 2:
+        return ""
+    parts = "; ".join(f"{m}: {', '.join(p)}" for m, p in sorted(models.items()))
+    return (f"these rows come from different execution models ({parts}); each models different things "
+            "(see the table in docs/engine.md), so compare them with care")
 
 
 def _resolve(policies: str) -> dict[str, str]:

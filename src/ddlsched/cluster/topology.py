@@ -118,6 +118,10 @@ class Cluster:
                     raise ValueError(f"rack {r}: unknown GPU type {spec.gpu_type!r}")
                 if spec.nic_gbps <= 0:
                     raise ValueError(f"rack {r}: NIC bandwidth must be > 0")
+                if spec.nic_gbps > intra_gbps and spec.num_gpus > 1:
+                    raise ValueError(f"rack {r}: a NIC of {spec.nic_gbps:g} Gb/s is faster than the intra-server links "
+                                     f"({intra_gbps:g} Gb/s); the physics assumes a server's own links are at least "
+                                     "as fast as its NIC (consolidation is never slower than spreading)")
                 s = len(server_rack)
                 ids.append(s)
                 server_rack.append(r)
@@ -219,15 +223,16 @@ class Cluster:
         return {self.server_rack[self.gpu_server[g]] for g in gpus}
 
     # ------------------------------------------------------------------ reference placements
-    def consolidated_gpus(self, n: int, gpu_type: str | None = None,
-                          types: Collection[str] | None = None) -> list[int] | None:
+    def consolidated_gpus(self, n: int, gpu_type: str | None = None, types: Collection[str] | None = None,
+                          min_nic_Bps: float = 0.0) -> list[int] | None:
         """GPUs an isolated job of ``n`` workers would get on an empty cluster: fewest servers,
         all inside one rack where possible (largest servers first). Only servers of ``gpu_type`` (or of one of
-        ``types``) when given. ``None`` if ``n`` exceeds those GPUs. Depends on the servers' order, never on the
-        order in which GPU types are declared."""
+        ``types``) and with a NIC of at least ``min_nic_Bps`` when given. ``None`` if ``n`` exceeds those GPUs.
+        Depends on the servers' order, never on the order in which GPU types are declared."""
         def ok(s: int) -> bool:
             t = self.gpu_type[self.server_gpus[s][0]]
-            return (gpu_type is None or t == gpu_type) and (types is None or t in types)
+            return ((gpu_type is None or t == gpu_type) and (types is None or t in types)
+                    and self.nic_Bps(s) >= min_nic_Bps)
 
         best: list[int] | None = None
         for servers in self.rack_servers:

@@ -7,11 +7,12 @@ Defined once for every execution model (``docs/metrics.md``):
   (``Cluster.consolidated_gpus(n)``). A trace *duration* is read as that many seconds of reference iterations,
   so ``work = duration / reference iteration``. This depends on the cluster's servers, never on the order in
   which GPU types are declared.
-* **ideal iteration** = the fastest, over speed thresholds s of the job's model on the cluster's GPU types, of
-  compute at speed s + communication alone on the consolidated placement among the GPUs whose type runs the
-  model at ≥ s. It is a lower bound on every placement's iteration time (any placement computes at the
-  speed of its slowest type and communicates no faster than the consolidated placement on at-least-as-fast
-  GPUs).
+* **ideal iteration** = the fastest, over speed thresholds s of the job's model on the cluster's GPU types and
+  NIC-speed thresholds b, of compute at speed s + communication alone on the consolidated placement among the
+  servers whose type runs the model at ≥ s and whose NIC is ≥ b. It is a lower bound on every placement's
+  iteration time: a placement computes at the speed of its slowest type, and communicates no faster than the
+  consolidated placement on servers at least as fast in both respects (it is one of the candidates' sets).
+  This assumes a server's internal links are at least as fast as its NIC (``Cluster.build`` checks it).
 
 The caller supplies the model's physics: ``speed(gpu_type)`` and ``comm(gpus)`` (communication of one iteration
 alone on those GPUs).
@@ -45,14 +46,16 @@ def ideal_times(cluster: Cluster, n: int, compute_ref_s: float, speed: Callable[
     reference = compute_ref_s + comm(ref)
     best: tuple[float, float, float] | None = None
     speeds = {t: speed(t) for t in cluster.gpu_types}
+    nics = sorted({cluster.nic_Bps(s) for s in range(cluster.num_servers)}, reverse=True) if n > 1 else [0.0]
     for s in sorted(set(speeds.values()), reverse=True):
         allowed = {t for t, v in speeds.items() if v >= s}
-        gpus = cluster.consolidated_gpus(n, types=allowed)
-        if gpus is None:
-            continue
-        slowest = min(speeds[cluster.gpu_type[g]] for g in gpus)
-        c, m = compute_ref_s / slowest, comm(gpus)
-        if best is None or c + m < best[0]:
-            best = (c + m, c, m)
+        for b in nics:
+            gpus = cluster.consolidated_gpus(n, types=allowed, min_nic_Bps=b)
+            if gpus is None:
+                continue
+            slowest = min(speeds[cluster.gpu_type[g]] for g in gpus)
+            c, m = compute_ref_s / slowest, comm(gpus)
+            if best is None or c + m < best[0]:
+                best = (c + m, c, m)
     assert best is not None  # the threshold that admits every type always fits (ref exists)
     return IdealTimes(reference, best[1], best[2])

@@ -251,17 +251,19 @@ class RoundsModel(ExecutionModel):
         if ref is not None:
             best = (math.inf, 0.0)
             speeds = {t: self._speed(profile, t) for t in c.gpu_types}
+            nics = sorted({c.nic_Bps(s) for s in range(c.num_servers)}, reverse=True)
             for s in sorted(set(speeds.values()), reverse=True):
                 allowed = {t for t, v in speeds.items() if v >= s}
                 for k in range(1, width + 1):
-                    gpus = c.consolidated_gpus(k, types=allowed)
-                    if gpus is None:
-                        break
-                    sp = [speeds[c.gpu_type[g]] for g in gpus]
-                    compute = max(n * profile.compute_s / sum(sp), profile.compute_s / max(sp))
-                    sync = self.sync_alone(profile, gpus)
-                    if compute + sync < best[0]:
-                        best = (compute + sync, sync)
+                    for b in nics if k > 1 else nics[-1:]:
+                        gpus = c.consolidated_gpus(k, types=allowed, min_nic_Bps=b)
+                        if gpus is None:
+                            continue
+                        sp = [speeds[c.gpu_type[g]] for g in gpus]
+                        compute = max(n * profile.compute_s / sum(sp), profile.compute_s / max(sp))
+                        sync = self.sync_alone(profile, gpus)
+                        if compute + sync < best[0]:
+                            best = (compute + sync, sync)
             out = (ref.reference_iter_s, best[0], best[1])
         self._ideal_cache[key] = out
         return out

@@ -29,6 +29,7 @@ from typing import Any
 from ddlsched.errors import InputError
 from ddlsched.metrics.compare_out import COMPARE_JSON
 from ddlsched.metrics.manifest import MANIFEST, check_folder, is_complete, read_manifest
+from ddlsched.vocabulary import TEXT_FIELDS
 
 _NOT_SCENARIO = ("policy", "seed")
 
@@ -68,8 +69,9 @@ def _num(v: str) -> Any:
 
 
 def read_csv(path: Path) -> list[dict[str, Any]]:
+    """Rows with numbers converted, except the text columns (``vocabulary.TEXT_FIELDS``)."""
     with path.open(newline="") as f:
-        return [{k: _num(v) for k, v in row.items()} for row in csv.DictReader(f)]
+        return [{k: v if k in TEXT_FIELDS else _num(v) for k, v in row.items()} for row in csv.DictReader(f)]
 
 
 def _read_parquet(path: Path) -> list[dict[str, Any]]:

@@ -58,6 +58,29 @@ def worst_gpus(cluster: Cluster, n: int) -> list[int]:
     return out
 
 
+_MIN_SERVERS: dict[tuple[int, int], tuple[Cluster, int]] = {}
+
+
+def min_servers(cluster: Cluster, n: int) -> int:
+    """The fewest servers of one rack that can hold ``n`` GPUs on the empty cluster (largest servers first); the
+    number of servers of the whole cluster if no rack can."""
+    key = (id(cluster), n)
+    hit = _MIN_SERVERS.get(key)
+    if hit is not None and hit[0] is cluster:
+        return hit[1]
+    best = cluster.num_servers
+    for servers in cluster.rack_servers:
+        sizes = sorted((len(cluster.server_gpus[s]) for s in servers), reverse=True)
+        acc = 0
+        for k, size in enumerate(sizes, start=1):
+            acc += size
+            if acc >= n:
+                best = min(best, k)
+                break
+    _MIN_SERVERS[key] = (cluster, best)
+    return best
+
+
 def _take(alloc: Allocation, servers: Sequence[int], n: int) -> list[int]:
     out: list[int] = []
     for s in servers:
@@ -70,7 +93,8 @@ def _take(alloc: Allocation, servers: Sequence[int], n: int) -> list[int]:
 def tightest(alloc: Allocation, n: int, max_level: int, cluster: Cluster,
              packed: bool = False) -> tuple[list[int], int] | None:
     """The tightest free placement of ``n`` GPUs at level ≤ ``max_level`` (see module docstring).
-    ``packed``: an L1 placement must use the minimum number of servers, ⌈n / GPUs per server⌉ (YARN-CS)."""
+    ``packed``: an L1 placement must use the fewest servers any rack of the empty cluster could hold the job on
+    (:func:`min_servers`; ⌈n / GPUs per server⌉ on uniform servers, YARN-CS)."""
     if n > alloc.num_free:
         return None
     s = alloc.best_fit_server(n)
@@ -91,7 +115,7 @@ def tightest(alloc: Allocation, n: int, max_level: int, cluster: Cluster,
         key = (k, total, r)
         if best is None or key < best[:3]:
             best = (k, total, r, [x for _, x in frees[:k]])
-    if best is not None and (not packed or best[0] <= -(-n // cluster.max_gpus_per_server)):
+    if best is not None and (not packed or best[0] <= min_servers(cluster, n)):
         return _take(alloc, best[3], n), L1
     if max_level < L2:
         return None

@@ -231,6 +231,17 @@ def list_policies() -> list[tuple[str, str]]:
     return out
 
 
+def policy_rows() -> list[tuple[str, str, str, str]]:
+    """(name, execution model, family, description) of every policy, for ``ddlsched policies``."""
+    _load_builtins()
+    rows = [(f"{o.name}+{p.name}", "fluid", "baseline", f"{o.description}; placement: {p.description}")
+            for o in ORDERINGS.values() for p in PLACEMENTS.values()]
+    for e in sorted(_NAMED.values(), key=lambda e: e.name):
+        model = e.cls.requirements.model  # class default; variants that change it per instance say so
+        rows.append((e.name, model, e.family or "-", e.description))
+    return rows
+
+
 def entries() -> list[PolicyEntry]:
     _load_builtins()
     return sorted(_NAMED.values(), key=lambda e: e.name)

@@ -288,8 +288,12 @@ class PlannedPolicy(Policy):
         horizon = self.horizon_s if self.horizon_s is not None and self.horizon_s > view.now else None
         p = plan(c, jobs, algorithm=self.algorithm, horizon=horizon, u=self.u, lam=self.lam, kappa=self.kappa,
                  model=self._model, busy_until=busy, t0=view.now, seed=int(view.rng.random() * 2**31))
-        if not p.feasible:  # nothing fits under the horizon: fall back to the order alone (documented)
-            p = plan(c, jobs, algorithm=self.algorithm, horizon=None, u=self.u, lam=self.lam, kappa=self.kappa,
+        bound = max([view.now, *busy]) + sum(j.rho_hat for j in jobs) * 1.5 + 1.0
+        for _ in range(64):  # nothing fits under the horizon: double it (the serial bound assumes no contention,
+            if p.feasible:   # so spread jobs' estimated times can exceed it; a plan that places nobody stalls)
+                break
+            bound *= 2.0
+            p = plan(c, jobs, algorithm=self.algorithm, horizon=bound, u=self.u, lam=self.lam, kappa=self.kappa,
                      model=self._model, busy_until=busy, t0=view.now, seed=int(view.rng.random() * 2**31))
         self.plans.append(p)
         if self.on_plan is not None:
