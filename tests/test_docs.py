@@ -10,4 +10,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_metrics_page_is_generated_from_the_vocabulary() -> None:
-    assert (ROOT / "docs" / "metrics.md").read_text() == markdown(), "run: python -m ddlsched.vocabulary > docs/metrics.md"
+    expected = markdown()
+    hint = "run: python -m ddlsched.vocabulary > docs/metrics.md"
+    assert (ROOT / "docs" / "metrics.md").read_text() == expected, hint
