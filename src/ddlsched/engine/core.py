@@ -118,6 +118,7 @@ class Core:
         model, policy, heap, arrivals = self.model, self.policy, self.heap, self.arrivals
         is_stale, on_event, arrive, wants_pass, apply_ = (model.is_stale, model.on_event, model.arrive,
                                                           model.wants_pass, model.apply)
+        busy_gpus, counts, sample, records = model.busy_gpus, model.counts, self._sample, self.records
         settle = model.settle if type(model).settle is not ExecutionModel.settle else None
         heappop = heapq.heappop
         record_ts, audit, progress = self._record_ts, self._audit, self.progress
@@ -183,7 +184,7 @@ class Core:
                     if not wake > now:
                         raise SimulationError(f"t={now}: policy asked to wake at {wake} <= now")
                     self.push(wake, WAKE)
-            if woken and n_model == 0 and not changed and model.counts()[1] == 0:
+            if woken and n_model == 0 and not changed and counts()[1] == 0:
                 idle_wakes += 1
                 if idle_wakes >= STALL_PASSES:
                     self.notes.append(f"stopped at t={now:g} s: {STALL_PASSES} wake-ups in a row with nothing "
@@ -191,12 +192,12 @@ class Core:
                     break
             else:
                 idle_wakes = 0
-            self._busy = model.busy_gpus()
+            self._busy = busy_gpus()
             if record_ts:
-                self._sample(now, *model.counts())
-            if progress is not None and len(self.records) >= next_report:
-                progress(now, len(self.records), total)
-                next_report = len(self.records) + max(1, total // 200)
+                sample(now, *counts())
+            if progress is not None and len(records) >= next_report:
+                progress(now, len(records), total)
+                next_report = len(records) + max(1, total // 200)
         self.events = events
         self.busy_gpu_s += self._busy * (self.now - self._busy_since)
         self._busy_since = self.now

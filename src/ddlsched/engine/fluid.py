@@ -292,16 +292,17 @@ class FluidModel(ExecutionModel):
         self._dequeue(st)
         mech = self._mech
         mech["starts"] += 1
-        if any(self.gpu_jobs[g] for g in gpus):
+        gpu_jobs, gpu_mem, jid = self.gpu_jobs, self.gpu_mem, st.job_id
+        newly_busy = [g for g in gpus if not gpu_jobs[g]]
+        if len(newly_busy) < len(gpus):
             mech["shared_starts"] += 1
         if d.accum_steps > 1:
             mech["accumulation_starts"] += 1
-        newly_busy = [g for g in gpus if not self.gpu_jobs[g]]
         self.free.take(newly_busy)
         self._busy_gpus += len(newly_busy)
         for g in gpus:
-            self.gpu_jobs[g].append(st.job_id)
-            self.gpu_mem[g] += mem
+            gpu_jobs[g].append(jid)
+            gpu_mem[g] += mem
         st.status = JobStatus.RUNNING
         st.gpus = gpus
         st.accum_steps = d.accum_steps

@@ -25,12 +25,13 @@ def job_record(st: JobState, model: str) -> dict[str, Any]:
     run = st.run_s
     tol = _ABS + _REL * (run if run > jct else jct)
     causes = [st.contention_s, st.spread_s, st.sharing_s, st.hetero_s, st.switch_s, st.restart_s]
-    for i, x in enumerate(causes):
-        if x < tol:
-            if x < -tol:
-                raise SimulationError(f"{model} model, job {spec.job_id}: negative {_CAUSE_NAMES[i]} = {x}")
-            if x > -tol:
-                causes[i] = 0.0
+    if min(causes) < tol:
+        for i, x in enumerate(causes):
+            if x < tol:
+                if x < -tol:
+                    raise SimulationError(f"{model} model, job {spec.job_id}: negative {_CAUSE_NAMES[i]} = {x}")
+                if x > -tol:
+                    causes[i] = 0.0
     ideal = st.ideal_run_s
     queue = jct - run
     if queue < -tol or run < -tol:

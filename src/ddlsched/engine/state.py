@@ -8,7 +8,7 @@ in ``ddlsched.vocabulary``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 from ddlsched.workload.jobspec import JobSpec
@@ -50,9 +50,10 @@ class JobState:
     last_gpus: tuple[int, ...] = ()
     reject_reason: str = ""
 
-    @property
-    def job_id(self) -> str:
-        return self.spec.job_id
+    job_id: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.job_id = self.spec.job_id  # a plain slot: read on every event
 
     @property
     def ideal_run_s(self) -> float:

@@ -54,6 +54,9 @@ def ring_bytes_per_hop(grad_bytes: float, n: int) -> float:
 def compute_time(cluster: Cluster, placement: Placement) -> float:
     """Per-iteration compute of the slowest worker: ``compute_s / speed(model, gpu type)``."""
     prof = placement.profile
+    if len(cluster.gpu_types) == 1:  # one GPU type: no need to look at the placement
+        (t, gt), = cluster.gpu_types.items()
+        return prof.compute_s / prof.speed_on(t, gt.speed)
     types = {cluster.gpu_type[g] for g in placement.gpus}
     slowest = min(prof.speed_on(t, cluster.gpu_types[t].speed) for t in types)
     return prof.compute_s / slowest
