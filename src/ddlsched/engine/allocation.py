@@ -7,6 +7,10 @@ free" — cost O(max GPUs per server) big-int operations instead of a scan over 
 
 :class:`Allocation` is a copy-on-write overlay a policy plans with during one scheduling pass: it can take
 and release GPUs tentatively without touching the engine; the engine applies the decisions afterwards.
+
+``for_mem(mb)`` narrows either index to the GPUs with at least ``mb`` MB of memory (a job's per-GPU need), so
+every placement strategy answers the same questions on a mixed-memory cluster without knowing about memory; on
+a cluster where every GPU is large enough it is the index itself (no cost).
 """
 
 from __future__ import annotations
@@ -78,6 +82,14 @@ class _FreeIndex:
             out.extend(sorted(self._sets(s)))
         return out
 
+    def for_mem(self, mem_mb: float) -> _FreeIndex:
+        """This index restricted to GPUs with ≥ ``mem_mb`` MB (itself when every GPU has that much)."""
+        hidden = self.memory().hidden(mem_mb)
+        return self if not hidden else MemoryFiltered(self, hidden)
+
+    def memory(self) -> GPUMemory:  # pragma: no cover - overridden
+        raise NotImplementedError
+
     # -- updates ----------------------------------------------------------------------------
     def _move(self, server: int, delta: int) -> None:
         old = self._count[server]
@@ -120,11 +132,15 @@ class FreeGPUs(_FreeIndex):
         for s, c in enumerate(self._count):
             self._bucket[c] |= 1 << s
         self._num_free = cluster.num_gpus
+        self._mem = GPUMemory(cluster)
 
     def _sets(self, server: int) -> set[int]:
         return self._free[server]
 
     _own_set = _sets
+
+    def memory(self) -> GPUMemory:
+        return self._mem
 
     def overlay(self) -> Allocation:
         return Allocation(self)
@@ -153,7 +169,74 @@ class Allocation(_FreeIndex):
             self._touched[server] = own
         return own
 
+    def memory(self) -> GPUMemory:
+        return self._base._mem
+
     def take(self, gpus: Iterable[int]) -> None:
         gpus = list(gpus)
         super().take(gpus)
         self.taken.extend(gpus)
+
+
+class GPUMemory:
+    """Which GPUs are too small for a per-GPU memory need (cached per need; most clusters have one size)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self._mem = [cluster.gpu_mem_mb(g) for g in range(cluster.num_gpus)]
+        self._server = cluster.gpu_server
+        self._min = min(self._mem, default=0.0)
+        self._cache: dict[float, dict[int, frozenset[int]]] = {}
+
+    def count_at_least(self, mem_mb: float) -> int:
+        """How many GPUs have at least ``mem_mb`` MB."""
+        return len(self._mem) if mem_mb <= self._min else sum(m >= mem_mb for m in self._mem)
+
+    def hidden(self, mem_mb: float) -> dict[int, frozenset[int]]:
+        """Per server, its GPUs with less than ``mem_mb`` MB (empty when every GPU is large enough)."""
+        if mem_mb <= self._min:
+            return {}
+        out = self._cache.get(mem_mb)
+        if out is None:
+            by_server: dict[int, set[int]] = {}
+            for g, m in enumerate(self._mem):
+                if m < mem_mb:
+                    by_server.setdefault(self._server[g], set()).add(g)
+            out = self._cache[mem_mb] = {s: frozenset(gs) for s, gs in by_server.items()}
+        return out
+
+
+class MemoryFiltered(_FreeIndex):
+    """A view of another index without the GPUs that are too small for one job; taking and releasing go
+    through to the underlying index (so a placement planned here is booked there)."""
+
+    def __init__(self, parent: _FreeIndex, hidden: dict[int, frozenset[int]]) -> None:
+        self.cluster = parent.cluster
+        self._parent, self._hidden = parent, hidden
+        self._count = list(parent._count)
+        self._bucket = list(parent._bucket)
+        self._num_free = parent._num_free
+        for s in hidden:
+            self._refresh(s)
+
+    def _refresh(self, server: int) -> None:
+        self._move(server, len(self._sets(server)) - self._count[server])
+
+    def _sets(self, server: int) -> set[int]:
+        hidden = self._hidden.get(server)
+        base = self._parent._sets(server)
+        return base - hidden if hidden else base
+
+    def memory(self) -> GPUMemory:
+        return self._parent.memory()
+
+    def take(self, gpus: Iterable[int]) -> None:
+        gpus = list(gpus)
+        self._parent.take(gpus)
+        for s in {self.cluster.gpu_server[g] for g in gpus}:
+            self._refresh(s)
+
+    def release(self, gpus: Iterable[int]) -> None:
+        gpus = list(gpus)
+        self._parent.release(gpus)
+        for s in {self.cluster.gpu_server[g] for g in gpus}:
+            self._refresh(s)

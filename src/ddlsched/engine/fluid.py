@@ -165,6 +165,10 @@ class FluidModel(ExecutionModel):
         if ideal is None:
             return f"asks for {st.spec.num_gpus} GPUs; the cluster has {self.cluster.num_gpus}"
         spec = st.spec
+        mem = spec.gpu_mem_mb or st.profile.mem_mb
+        fit = self.free.memory().count_at_least(mem)
+        if fit < spec.num_gpus:
+            return f"asks for {spec.num_gpus} GPUs with ≥ {mem:g} MB each; the cluster has {fit} GPUs that large"
         st.work = float(spec.iterations) if spec.iterations is not None else spec.duration_s / ideal.reference_iter_s  # type: ignore[operator]
         st.ideal_iter_s = ideal.iter_s
         st.ideal_c, st.ideal_m = ideal.compute_s, ideal.comm_s

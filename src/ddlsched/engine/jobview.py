@@ -39,6 +39,11 @@ class JobView:
         return self._s.spec.num_gpus
 
     @property
+    def mem_mb(self) -> float:
+        """Memory the job needs on each of its GPUs (the trace's figure, else its model profile's)."""
+        return self._s.spec.gpu_mem_mb or self._s.profile.mem_mb
+
+    @property
     def arrival_s(self) -> float:
         return self._s.spec.arrival_s
 

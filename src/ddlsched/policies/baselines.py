@@ -59,7 +59,8 @@ class OrderedPolicy(Policy):
         for job in queue:
             if alloc.num_free == 0:
                 break
-            gpus = self.placement.place(job, alloc, view) if job.num_gpus <= alloc.num_free else None
+            gpus = self.placement.place(job, alloc.for_mem(job.mem_mb), view) \
+                if job.num_gpus <= alloc.num_free else None
             if gpus is None:
                 if self.backfill:
                     continue
@@ -90,7 +91,8 @@ class OrderedPolicy(Policy):
         out: list[Decision] = []
         waiting = False
         for job in sorted(pending, key=lambda j: ranks[j.job_id]):
-            gpus = self.placement.place(job, alloc, view) if job.num_gpus <= alloc.num_free else None
+            gpus = self.placement.place(job, alloc.for_mem(job.mem_mb), view) \
+                if job.num_gpus <= alloc.num_free else None
             if gpus is None:
                 if victims is None:
                     victims = running_victims()
@@ -110,7 +112,7 @@ class OrderedPolicy(Policy):
                 for v in eligible:
                     alloc.release(v.gpus)
                     taken.append(v)
-                    gpus = self.placement.place(job, alloc, view)
+                    gpus = self.placement.place(job, alloc.for_mem(job.mem_mb), view)
                     if gpus is not None:
                         break
                 if gpus is None:  # fragmentation: undo the tentative preemptions

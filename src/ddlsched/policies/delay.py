@@ -137,10 +137,10 @@ class DelayScheduling(Policy):
             best = best_level(cluster, n)
             wait = job.waiting_s
             level = self.allowed_level(best, wait, d)
-            got = tightest(alloc, n, level, cluster, packed=level == best)
+            got = tightest(alloc.for_mem(job.mem_mb), n, level, cluster, packed=level == best)
             if got is None and self.preemption and cls == HIGH and best <= L1:
                 pw = d if self.preempt_wait is None else self.preempt_wait
-                if wait + _TOL >= pw and tightest(alloc, n, L1, cluster) is None:
+                if wait + _TOL >= pw and tightest(alloc.for_mem(job.mem_mb), n, L1, cluster) is None:
                     got = self._preempt_for(job, best, view, alloc, out, victims_taken)
             if got is not None:
                 gpus, lvl = got
@@ -161,7 +161,8 @@ class DelayScheduling(Policy):
             if isinstance(d_, Preempt):
                 v = view.job(d_.job_id)
                 _, _, dv = self.timer(v, view)
-                got = tightest(alloc, v.num_gpus, L2 if dv <= 0 else best_level(cluster, v.num_gpus), cluster)
+                lvl_v = L2 if dv <= 0 else best_level(cluster, v.num_gpus)
+                got = tightest(alloc.for_mem(v.mem_mb), v.num_gpus, lvl_v, cluster)
                 if got is not None:
                     alloc.take(got[0])
                     out.append(Start(v.job_id, tuple(got[0])))
@@ -217,8 +218,8 @@ class DelayScheduling(Policy):
         chosen = best_set[1]
         for v in chosen:
             alloc.release(v.gpus)
-        got = tightest(alloc, n, best, cluster)
-        if got is None:  # cannot happen by construction; undo rather than evict for nothing
+        got = tightest(alloc.for_mem(job.mem_mb), n, best, cluster)
+        if got is None:  # only when memory rules the freed GPUs out: undo rather than evict for nothing
             for v in chosen:
                 alloc.take(v.gpus)
             return None
@@ -279,17 +280,18 @@ class GandivaPack(Policy):
         out: list[Decision] = []
         for job in view.pending:
             n = job.num_gpus
-            if n > alloc.num_free:
+            fit = alloc.for_mem(job.mem_mb)
+            if n > fit.num_free:
                 continue
-            servers = sorted(alloc.servers_with_free(),
-                             key=lambda s: (n not in sizes.get(s, ()), alloc.free_count(s) < n,
-                                            alloc.free_count(s), s))
+            servers = sorted(fit.servers_with_free(),
+                             key=lambda s: (n not in sizes.get(s, ()), fit.free_count(s) < n,
+                                            fit.free_count(s), s))
             gpus: list[int] = []
             for s in servers:
-                gpus.extend(alloc.free_gpus(s)[: n - len(gpus)])
+                gpus.extend(fit.free_gpus(s)[: n - len(gpus)])
                 if len(gpus) == n:
                     break
-            alloc.take(gpus)
+            fit.take(gpus)
             for s in cluster.servers_of(gpus):
                 sizes.setdefault(s, set()).add(n)
             out.append(Start(job.job_id, tuple(gpus)))

@@ -58,6 +58,7 @@ class PlanJob:
     rho_hat: float  # estimated execution time (s), contention-free
     profile: ModelProfile
     seq: int = 0
+    mem_mb: float = 0.0  # per-GPU memory need: GPUs with less are never planned for the job
 
 
 @dataclass(frozen=True)
@@ -92,10 +93,21 @@ class _Trial:
         self.multi_ends: list[list[float]] = [[] for _ in range(cluster.num_servers)]
         self.server = np.asarray(cluster.gpu_server, dtype=np.intp)
         self.server_size = np.array([len(g) for g in cluster.server_gpus], dtype=float)
+        self.gpu_mem = np.array([cluster.gpu_mem_mb(g) for g in range(cluster.num_gpus)])
+        self._fit: dict[float, np.ndarray | None] = {}
 
-    def free_capped(self, cost: float, theta: float) -> np.ndarray:
-        """GPUs free at the clock with U_g + cost ≤ θ, ascending."""
-        return np.flatnonzero((self.busy <= self.t + 1e-9) & (self.U + cost <= theta + 1e-9))
+    def fits(self, mem_mb: float) -> np.ndarray | None:
+        """Mask of the GPUs with ≥ ``mem_mb`` MB, or None when every GPU has that much."""
+        if mem_mb not in self._fit:
+            mask = self.gpu_mem >= mem_mb
+            self._fit[mem_mb] = None if mask.all() else mask
+        return self._fit[mem_mb]
+
+    def free_capped(self, cost: float, theta: float, mem_mb: float = 0.0) -> np.ndarray:
+        """GPUs free at the clock with U_g + cost ≤ θ (and enough memory), ascending."""
+        ok = (self.busy <= self.t + 1e-9) & (self.U + cost <= theta + 1e-9)
+        fit = self.fits(mem_mb)
+        return np.flatnonzero(ok if fit is None else ok & fit)
 
     def advance(self) -> bool:
         later = self.busy[self.busy > self.t + 1e-9]
@@ -136,10 +148,12 @@ def _lbsgf(tr: _Trial, job: PlanJob, cand: np.ndarray, lam: float) -> list[int] 
     avg = np.bincount(tr.server, weights=tr.U, minlength=c.num_servers) / tr.server_size  # sequential sums
     order = np.lexsort((np.arange(c.num_servers), avg)).tolist()
     chosen = np.zeros(c.num_servers, dtype=bool)
+    fit = tr.fits(job.mem_mb)
+    size = tr.server_size if fit is None else np.bincount(tr.server[fit], minlength=c.num_servers)
     cap = 0
     for s in order:
         chosen[s] = True
-        cap += len(c.server_gpus[s])
+        cap += int(size[s])
         if cap >= lam * job.num_gpus:
             break
     pos = np.empty(c.num_servers, dtype=np.intp)
@@ -166,7 +180,7 @@ def _run_trial(cluster: Cluster, model: SjfBcoContention, jobs: Sequence[PlanJob
     for job in jobs:
         cost = job.rho_hat / u
         while True:
-            cand = tr.free_capped(cost, theta)
+            cand = tr.free_capped(cost, theta, job.mem_mb)
             gpus: list[int] | None
             if algorithm == "sjf-bco":
                 gpus = _fa_ffp(tr, job, cand) if job.num_gpus <= kappa else _lbsgf(tr, job, cand, lam)
@@ -283,7 +297,7 @@ class PlannedPolicy(Policy):
             end = view.now + r.remaining_iters * it
             for g in r.gpus:
                 busy[g] = max(busy[g], end)
-        jobs = [PlanJob(j.job_id, j.num_gpus, j.remaining_iters, j.remaining_ideal_s, j.profile, j.seq)
+        jobs = [PlanJob(j.job_id, j.num_gpus, j.remaining_iters, j.remaining_ideal_s, j.profile, j.seq, j.mem_mb)
                 for j in view.pending]
         horizon = self.horizon_s if self.horizon_s is not None and self.horizon_s > view.now else None
         p = plan(c, jobs, algorithm=self.algorithm, horizon=horizon, u=self.u, lam=self.lam, kappa=self.kappa,
