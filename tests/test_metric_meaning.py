@@ -120,3 +120,22 @@ def test_bco_planners_start_every_job(tmp_path: Path) -> None:
             assert r.exit_code == 0, r.output
             s = json.loads((out / "summary.json").read_text())
             assert (s["jobs_completed"], s["jobs_unfinished"]) == (2, 0), (cluster, policy)
+
+
+def test_a_long_wait_does_not_hide_a_small_cause() -> None:
+    """The accounting tolerance once scaled with the job's JCT, so a job queued for months had its spread and
+    contention (15 s on the full Philly trace) read as float noise and zeroed, and the run stopped with "accounts
+    do not close". A 2-GPU job that waits ≈ 2·10⁷ s and then runs split over two servers keeps its spread."""
+    import ddlsched
+
+    gpu = {"V": GPUType("V", 16 * 1024.0, 1.0)}
+    cluster = Cluster.build("two-by-two", [[ServerSpec(2, "V", 25.0), ServerSpec(2, "V", 25.0)]], gpu)
+    spec = [("pin0", 0.0, 1, 1e8), ("long", 0.0, 2, 2e7), ("pin3", 0.0, 1, 1e8), ("late", 1.0, 2, 15.0)]
+    jobs = [JobSpec(job_id=j, arrival_s=a, num_gpus=n, model="resnet50", duration_s=d, source=f"test:{i}")
+            for i, (j, a, n, d) in enumerate(spec)]
+    r = ddlsched.simulate(jobs, cluster, "fifo+first_fit")
+    rec = next(x for x in r.records if x["job_id"] == "late")
+    assert rec["last_gpus"] == "1 2"  # split over the two servers, after the long job
+    assert rec["queue_s"] > 1.9e7
+    assert rec["spread_s"] > 0.01 * rec["ideal_run_s"]
+    assert abs(rec["run_s"] - rec["ideal_run_s"] - rec["spread_s"] - rec["contention_s"]) < 1e-3

@@ -11,8 +11,10 @@ from ddlsched.vocabulary import RECORD_FIELDS
 RECORD_COLUMNS: tuple[str, ...] = tuple(RECORD_FIELDS)
 REJECTED_COLUMNS: tuple[str, ...] = ("job_id", "num_gpus", "source", "reason")
 
-_REL, _ABS = 1e-6, 1e-6
-"""Accounting tolerance: |error| ≤ _ABS + _REL · max(run, jct) seconds."""
+_REL, _ABS, _CLOCK = 1e-6, 1e-6, 1e-10
+"""Accounting tolerance: |error| ≤ _ABS + _REL · run + _CLOCK · finish seconds. The last term covers rounding of
+the absolute clock (its spacing grows with the time of day); it must not scale with the queueing delay, or a
+long wait would hide a whole cause (a job queued for months once had 15 s of spread and contention zeroed)."""
 
 
 def job_record(st: JobState, model: str) -> dict[str, Any]:
@@ -23,7 +25,7 @@ def job_record(st: JobState, model: str) -> dict[str, Any]:
     assert st.finish is not None and st.first_start is not None
     jct = st.finish - spec.arrival_s
     run = st.run_s
-    tol = _ABS + _REL * (run if run > jct else jct)
+    tol = _ABS + _REL * run + _CLOCK * abs(st.finish)
     causes = [st.contention_s, st.spread_s, st.sharing_s, st.hetero_s, st.switch_s, st.restart_s]
     if min(causes) < tol:
         for i, x in enumerate(causes):
