@@ -139,3 +139,41 @@ def test_a_long_wait_does_not_hide_a_small_cause() -> None:
     assert rec["queue_s"] > 1.9e7
     assert rec["spread_s"] > 0.01 * rec["ideal_run_s"]
     assert abs(rec["run_s"] - rec["ideal_run_s"] - rec["spread_s"] - rec["contention_s"]) < 1e-3
+
+
+def test_ideal_is_a_lower_bound_for_jobs_spanning_unequal_racks() -> None:
+    """Against random placements on random multi-rack clusters (unequal racks, mixed NICs and GPU types,
+    oversubscribed uplinks), no placement beats the ideal iteration. Before the spanning candidates, the
+    largest servers anywhere were taken as the ideal set and 9 of 24,000 such placements were faster."""
+    import random
+
+    from ddlsched.engine.ideal import ideal_times
+    from ddlsched.perf import make_perf_model
+    from ddlsched.perf.base import Placement
+    from ddlsched.workload.profiles import default_catalog
+
+    types = {"V": GPUType("V", 32768, 1.0), "P": GPUType("P", 16384, 0.6)}
+    catalog = default_catalog()
+    rng = random.Random(2)
+    faster = 0
+    for _ in range(400):
+        layout = [[ServerSpec(rng.choice([1, 2, 4, 8]), rng.choice("VP"), rng.choice([10.0, 25.0]))
+                   for _ in range(rng.randint(1, 3))] for _ in range(rng.randint(2, 4))]
+        c = Cluster.build("r", layout, types, oversubscription=rng.choice([1.0, 2.0, 4.0]))
+        perf = make_perf_model("maxmin", c)
+        prof = catalog[rng.choice(["vgg16", "resnet50", "bert", "lstm"])]
+        n = rng.randint(2, c.num_gpus)
+
+        def comm(gpus: list[int], perf=perf, prof=prof) -> float:  # type: ignore[no-untyped-def]
+            return perf.isolated(Placement("x", tuple(gpus), prof)).comm_s
+
+        def speed(t: str, prof=prof, c=c) -> float:  # type: ignore[no-untyped-def]
+            return prof.speed_on(t, c.gpu_types[t].speed)
+
+        ideal = ideal_times(c, n, prof.compute_s, speed, comm)
+        assert ideal is not None
+        for k in range(60):
+            gpus = list(range(n)) if k == 0 else sorted(rng.sample(range(c.num_gpus), n))
+            it = prof.compute_s / min(speed(c.gpu_type[g]) for g in gpus) + comm(gpus)
+            faster += it < ideal.iter_s * (1 - 1e-9)
+    assert faster == 0

@@ -243,6 +243,36 @@ class Cluster:
             best = self._take_largest([s for s in range(self.num_servers) if ok(s)], n)
         return best
 
+    def spanning_candidates(self, n: int, types: Collection[str] | None = None,
+                            min_nic_Bps: float = 0.0) -> list[list[int]]:
+        """Further placements of ``n`` GPUs over several racks that the ideal run time considers besides
+        :meth:`consolidated_gpus` (which takes the largest servers anywhere): racks by uplink capacity, racks
+        by eligible GPUs, and servers in id order; inside a rack, fastest NIC then largest server first."""
+        def ok(s: int) -> bool:
+            t = self.gpu_type[self.server_gpus[s][0]]
+            return (types is None or t in types) and self.nic_Bps(s) >= min_nic_Bps
+
+        eligible = [[s for s in servers if ok(s)] for servers in self.rack_servers]
+        size = [sum(len(self.server_gpus[s]) for s in ss) for ss in eligible]
+        if len(self.rack_servers) < 2 or sum(size) < n:
+            return []
+        up = [self.links[self._rack_up[r]].capacity_Bps for r in range(len(eligible))]
+        out: list[list[int]] = []
+        for key in (lambda r: (-up[r], -size[r], r), lambda r: (-size[r], -up[r], r)):
+            servers = [s for r in sorted(range(len(eligible)), key=key)
+                       for s in sorted(eligible[r], key=lambda s: (-self.nic_Bps(s), -len(self.server_gpus[s]), s))]
+            out.append(self._fill(servers, n))
+        out.append(self._fill([s for ss in eligible for s in ss], n))
+        return out
+
+    def _fill(self, servers: Sequence[int], n: int) -> list[int]:
+        chosen: list[int] = []
+        for s in servers:
+            chosen.extend(self.server_gpus[s][: n - len(chosen)])
+            if len(chosen) == n:
+                break
+        return chosen
+
     def _take_largest(self, servers: list[int], n: int) -> list[int] | None:
         order = sorted(servers, key=lambda s: (-len(self.server_gpus[s]), s))
         if sum(len(self.server_gpus[s]) for s in order) < n:

@@ -13,6 +13,10 @@ Defined once for every execution model (``docs/metrics.md``):
   iteration time: a placement computes at the speed of its slowest type, and communicates no faster than the
   consolidated placement on servers at least as fast in both respects (it is one of the candidates' sets).
   This assumes a server's internal links are at least as fast as its NIC (``Cluster.build`` checks it).
+  A job larger than every rack also has its communication taken over the other spanning placements of
+  ``Cluster.spanning_candidates`` (racks by uplink capacity or size, servers in id order): on racks of unequal
+  size with oversubscribed uplinks the largest servers anywhere are not always the fastest set. For such jobs the
+  bound is the best of these candidates, checked against random placements by the tests, not proven.
 
 The caller supplies the model's physics: ``speed(gpu_type)`` and ``comm(gpus)`` (communication of one iteration
 alone on those GPUs).
@@ -53,9 +57,13 @@ def ideal_times(cluster: Cluster, n: int, compute_ref_s: float, speed: Callable[
             gpus = cluster.consolidated_gpus(n, types=allowed, min_nic_Bps=b)
             if gpus is None:
                 continue
-            slowest = min(speeds[cluster.gpu_type[g]] for g in gpus)
-            c, m = compute_ref_s / slowest, comm(gpus)
-            if best is None or c + m < best[0]:
-                best = (c + m, c, m)
+            candidates = [gpus]
+            if len(cluster.racks_of(gpus)) > 1:
+                candidates += cluster.spanning_candidates(n, types=allowed, min_nic_Bps=b)
+            for cand in candidates:
+                slowest = min(speeds[cluster.gpu_type[g]] for g in cand)
+                c, m = compute_ref_s / slowest, comm(cand)
+                if best is None or c + m < best[0]:
+                    best = (c + m, c, m)
     assert best is not None  # the threshold that admits every type always fits (ref exists)
     return IdealTimes(reference, best[1], best[2])
