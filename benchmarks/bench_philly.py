@@ -1,7 +1,9 @@
 """Speed benchmark of the simulator core on the bundled Philly-derived trace (issues 2 and 6).
 
 Each (policy, cluster, jobs) cell runs in a fresh subprocess so its peak memory (ru_maxrss) is its own.
-Prints wall seconds (simulation only and including trace loading), events per second and peak memory.
+Prints wall seconds (simulation only and including trace loading), events per second, peak memory, and the ratio
+of the total to the *bare-Python floor*: a loop that parses the same CSV with the standard library and pushes and
+pops two heap events per job (arrival, finish), timed in the same run (``x_floor = total_s / floor_s``).
 
     python benchmarks/bench_philly.py                      # full trace, philly2048, fifo+consolidated and tiresias
     python benchmarks/bench_philly.py --scaling            # jobs 1k/10k/82k × clusters 512/2048/8192 (fifo)
@@ -45,6 +47,31 @@ def one(policy: str, cluster: str, jobs: int | None, perf: str) -> dict:
             "preemptions": s["preemptions"]}
 
 
+def floor() -> dict:
+    """The bare-Python floor: parse the trace with ``csv`` and push/pop an arrival and a finish per job."""
+    import csv
+    import heapq
+    from datetime import datetime
+
+    t0 = time.perf_counter()
+    heap: list[tuple[float, int, int]] = []
+    with open(TRACE, newline="") as f:
+        rows = csv.reader(f)
+        header = next(rows)
+        i_sub, i_dur = header.index("timestamp"), header.index("duration")
+        for i, row in enumerate(rows):
+            if not row:
+                continue
+            t = datetime.fromisoformat(row[i_sub]).timestamp()
+            heapq.heappush(heap, (t, 0, i))
+            heapq.heappush(heap, (t + float(row[i_dur]), 1, i))
+    n = 0
+    while heap:
+        heapq.heappop(heap)
+        n += 1
+    return {"floor_s": time.perf_counter() - t0, "events": n}
+
+
 def run_cell(policy: str, cluster: str, jobs: int | None, perf: str) -> dict:
     cmd = [sys.executable, __file__, "--cell", json.dumps([policy, cluster, jobs, perf])]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -61,7 +88,8 @@ def main() -> None:
     ap.add_argument("--cell", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.cell:
-        print(json.dumps(one(*json.loads(a.cell))))
+        cell = json.loads(a.cell)
+        print(json.dumps(floor() if cell == "floor" else one(*cell)))
         return
     if a.scaling:
         cells = [("fifo+consolidated", c, n, a.perf_model) for c in ("philly512", "philly2048", "philly8192")
@@ -69,11 +97,15 @@ def main() -> None:
     else:
         cells = [(p, a.cluster, a.jobs, a.perf_model) for p in a.policies.split(",")]
     cols = ["policy", "cluster", "jobs", "completed", "offered_load", "sim_s", "total_s", "events", "events_per_s",
-            "peak_mib", "preemptions", "avg_jct_h"]
+            "peak_mib", "preemptions", "avg_jct_h", "x_floor"]
+    f = json.loads(subprocess.run([sys.executable, __file__, "--cell", '"floor"'], check=True, capture_output=True,
+                                  text=True).stdout.strip().splitlines()[-1])
+    print(f"bare-Python floor (csv parse + 2 heap events per job, {f['events']:,} events): {f['floor_s']:.2f} s")
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for cell in cells:
         r = run_cell(*cell)
+        r["x_floor"] = round(r["total_s"] / f["floor_s"], 1)
         print("| " + " | ".join(str(r[c]) for c in cols) + " |", flush=True)
 
 
