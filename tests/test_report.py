@@ -150,3 +150,17 @@ def test_t_quantiles() -> None:
     m, hw, n = mean_ci95([1.0, 2.0, 3.0, float("nan")])
     assert (m, n) == (2.0, 3) and hw == pytest.approx(4.302653 / math.sqrt(3))
     assert math.isnan(mean_ci95([5.0])[1])
+
+
+def test_a_missing_optional_extra_is_one_line_naming_it(tmp_path: Path) -> None:
+    """Without matplotlib (a plain install), --report used to die with a ModuleNotFoundError traceback."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['matplotlib'] = None; from ddlsched.cli import main; sys.argv = ['ddlsched', "
+            f"'simulate', '--trace', {str(MURI)!r}, '--cluster', 'wang2020', '--max-jobs', '10', '--policy', "
+            f"'fifo', '--out', {str(tmp_path / 'out')!r}, '--quiet', '--report']; main()")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr
+    assert "pip install 'ddlsched[plots]'" in res.stderr

@@ -25,6 +25,9 @@ def cli() -> None:
     """Compare scheduling policies for distributed deep-learning training on a shared GPU cluster."""
 
 
+EXTRAS = {"matplotlib": "plots", "pyarrow": "parquet", "ray": "ray", "torch": "testbed"}
+"""Optional dependency → the ``ddlsched[...]`` extra that installs it."""
+
 for _cmd in (simulate, compare, policies_cmd, reproduce, traces, sweep, report, testbed):
     cli.add_command(_cmd)
 
@@ -45,6 +48,13 @@ def main() -> None:
         sys.exit(2)
     except KeyboardInterrupt as e:
         _interrupted(e)
+    except ModuleNotFoundError as e:
+        root = (e.name or "").split(".")[0]
+        if root not in EXTRAS:
+            raise
+        hint = f"pip install 'ddlsched[{EXTRAS[root]}]'"
+        err_console.print(f"[red]error:[/] this command needs {root}, an optional dependency: {escape(hint)}")
+        sys.exit(2)
 
 
 def _interrupted(e: KeyboardInterrupt) -> NoReturn:
