@@ -140,11 +140,33 @@ def test_killed_sweep_resumes(tmp_path: Path) -> None:
     assert not list((out / "cells").glob(".tmp-*"))
 
 
+BOOM = """
+import ddlsched
+
+
+@ddlsched.register
+class Boom(ddlsched.Policy):
+    name = "t-boom"
+    description = "raises inside the run when fail is true (test plug-in)"
+    requirements = ddlsched.Requirements(model="fluid", preemptive=False)
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+
+    def schedule(self, view):
+        if self.fail:
+            raise RuntimeError("boom [on purpose]")
+        return []
+"""
+
+
 def test_failing_cell_is_reported_and_others_finish(tmp_path: Path) -> None:
+    (tmp_path / "boom.py").write_text(BOOM)
     cfg = tmp_path / "bad.yaml"
-    cfg.write_text("""policies:
+    cfg.write_text("""plugins: [boom.py]
+policies:
   - fifo+consolidated
-  - {name: tiresias, params: {thresholds: [-5]}}
+  - {name: t-boom, params: {fail: true}}
 traces: [{synthetic: {jobs: 20, rate_per_s: 0.02}}]
 clusters: [wang2020]
 seeds: [0, 1]
@@ -152,13 +174,27 @@ seeds: [0, 1]
     out = tmp_path / "out"
     res = CliRunner().invoke(cli, ["sweep", str(cfg), "--out", str(out)])
     assert res.exit_code == 1
-    assert res.output.count("FAILED") == 2 and "thresholds must be positive" in res.output
+    assert res.output.count("FAILED") == 2 and "boom [on purpose]" in res.output
     errs = sorted((out / "cells").glob("*/error.txt"))
-    assert len(errs) == 2 and all("tiresias" in e.parent.name for e in errs)
-    assert all("thresholds must be positive" in e.read_text() for e in errs)
+    assert len(errs) == 2 and all("t-boom" in e.parent.name for e in errs)
+    assert all("boom [on purpose]" in e.read_text() for e in errs)
     assert len(list((out / "cells").glob("*/summary.json"))) == 2
     with (out / "results.csv").open() as f:
         assert [r["policy"] for r in csv.DictReader(f)] == ["fifo+consolidated"] * 2
+
+
+def test_bad_policy_parameter_is_refused_before_running(tmp_path: Path) -> None:
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("""policies:
+  - fifo+consolidated
+  - {name: tiresias, params: {thresholds: [-5]}}
+traces: [{synthetic: {jobs: 20, rate_per_s: 0.02}}]
+clusters: [wang2020]
+""")
+    with pytest.raises(ConfigError) as ei:
+        load_cells(cfg)
+    assert str(ei.value).startswith(f"{cfg}, field 'policies.tiresias': ") and "thresholds must be positive" in str(
+        ei.value)
 
 
 @pytest.mark.parametrize(("text", "field"), [

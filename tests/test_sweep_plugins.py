@@ -117,7 +117,7 @@ def test_unknown_policy_without_plugin_is_a_located_error(tmp_path: Path) -> Non
     res = CliRunner().invoke(cli, ["sweep", str(cfg), "--out", str(tmp_path / "o")])
     assert res.exit_code != 0 and isinstance(res.exception, ConfigError)
     msg = str(res.exception)
-    assert msg.startswith(f"{cfg}, field 'policy'") and "t-never-registered" in msg and "--plugin" in msg
+    assert msg.startswith(f"{cfg}, field 'policies.t-never-registered'") and "--plugin" in msg
     assert not (tmp_path / "o").exists()
 
 

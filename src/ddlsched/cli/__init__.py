@@ -40,6 +40,10 @@ def main() -> None:
             _interrupted(e.__cause__)
         err_console.print("aborted")
         sys.exit(130)
+    except click.UsageError as e:  # one line: the flag and the problem (click would add the usage and a hint)
+        cmd = e.ctx.command_path if e.ctx is not None else "ddlsched"
+        click.echo(f"error: {e.format_message()} (see '{cmd} --help')", err=True)
+        sys.exit(e.exit_code)
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)

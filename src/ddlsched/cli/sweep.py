@@ -30,10 +30,12 @@ err_console = Console(stderr=True, soft_wrap=True)
 def sweep(config: str, out: str | None, workers: int, backend: str, address: str | None, dry_run: bool,
           make_report: bool, quiet: bool, plugins: tuple[str, ...]) -> None:
     """Run every cell of the CONFIG matrix (YAML/TOML); resumes, skipping finished cells."""
-    from ddlsched.experiments.sweep import CELLS, is_finished, run_sweep
+    from ddlsched.experiments.sweep import CELLS, check_backend, is_finished, run_sweep
     from ddlsched.experiments.sweep_config import load_cells
 
     cfg, cells = load_cells(config, plugins)
+    if not dry_run:
+        check_backend(workers, backend, address)
     out_dir = Path(out or f"results/sweeps/{cfg.name}")
     if dry_run:
         for c in cells:

@@ -99,6 +99,8 @@ PRESETS: dict[str, Callable[..., Cluster]] = {
 def load_cluster(spec: str | Path, seed: int = 0) -> Cluster:
     """A preset name or a path to a YAML/TOML cluster file."""
     name = str(spec)
+    if not name.strip():
+        raise ConfigError("the cluster is empty: give a preset name or a .yaml/.toml file", field="cluster")
     if name in PRESETS:
         return PRESETS[name](seed=seed)
     path = Path(name)

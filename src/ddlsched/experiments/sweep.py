@@ -178,16 +178,23 @@ def _ray(todo: list[Cell], workers: int, address: str | None) -> Iterator[tuple[
 
 
 # ------------------------------------------------------------------ the sweep
-def run_sweep(cells: list[Cell], out_dir: Path, *, workers: int = 2, backend: str = "local",
-              address: str | None = None, on_done: Callable[[Cell, CellOutput | None], None] | None = None,
-              ) -> SweepOutcome:
-    """Run every unfinished cell; ``on_done(cell, output)`` is called per cell (output None = skipped)."""
+def check_backend(workers: int, backend: str, address: str | None) -> None:
+    """The backend flags, checked before anything is printed or written."""
     if workers < 1:
         raise InputError("must be >= 1", field="--workers")
     if backend not in ("local", "ray"):
         raise InputError(f"unknown backend {backend!r}; use local or ray", field="--backend")
     if address is not None and backend != "ray":
         raise InputError("--address needs --backend ray", field="--address")
+    if backend == "ray":
+        import_ray()  # a clear error before anything starts
+
+
+def run_sweep(cells: list[Cell], out_dir: Path, *, workers: int = 2, backend: str = "local",
+              address: str | None = None, on_done: Callable[[Cell, CellOutput | None], None] | None = None,
+              ) -> SweepOutcome:
+    """Run every unfinished cell; ``on_done(cell, output)`` is called per cell (output None = skipped)."""
+    check_backend(workers, backend, address)
     t0 = time.perf_counter()
     root = out_dir / CELLS
     root.mkdir(parents=True, exist_ok=True)

@@ -27,23 +27,42 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ddlsched.cluster.config import read_structured, validation_error
 from ddlsched.errors import ConfigError
 from ddlsched.experiments.runner import CellParams
+from ddlsched.workload.limits import LOAD_SCALE_RANGE, MAX_ARRIVAL_S, MAX_RESTART_PENALTY_S
+
+MAX_SYNTHETIC_JOBS = 10_000_000
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: no silent coercion (true is not 1, '8' is not 8, 1.5 is not a count); no NaN or infinity
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 def _as_list(v: Any) -> Any:
     return v if isinstance(v, list) else [v]
+
+
+def _no_nan(v: Any) -> None:
+    """Free-form values (policy and physics parameters) must not hold NaN or infinity either."""
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError(f"{v} is not a finite number")
+    if isinstance(v, BaseModel):
+        v = v.model_dump()
+    if isinstance(v, dict):
+        for x in v.values():
+            _no_nan(x)
+    elif isinstance(v, list | tuple):
+        for x in v:
+            _no_nan(x)
 
 
 class PolicySpec(_Strict):
@@ -54,12 +73,17 @@ class PolicySpec(_Strict):
 
 
 class SyntheticSpec(_Strict):
-    jobs: int = Field(ge=1)
+    jobs: int = Field(ge=1, le=MAX_SYNTHETIC_JOBS)
     arrival: str = "poisson"
-    rate_per_s: float | None = None
-    window_s: float | None = None
+    rate_per_s: float | None = Field(None, gt=0, le=1e9)
+    window_s: float | None = Field(None, gt=0, le=MAX_ARRIVAL_S)
     models: list[str] | None = None
     iterations: tuple[int, int] | None = None
+
+    @field_validator("iterations", mode="before")
+    @classmethod
+    def _pair(cls, v: Any) -> Any:
+        return tuple(v) if isinstance(v, list) else v
 
 
 class TraceSpec(_Strict):
@@ -81,13 +105,13 @@ class SweepConfig(_Strict):
     policies: list[PolicySpec] = Field(min_length=1)
     traces: list[TraceSpec] = Field(min_length=1)
     clusters: list[str] = Field(min_length=1)
-    seeds: list[int] = Field([0], min_length=1)
-    max_jobs: list[int | None] = [None]
-    load_scale: list[float] = [1.0]
-    oversubscription: list[float | None] = [None]
+    seeds: list[Annotated[int, Field(ge=0, le=2**63 - 1)]] = Field([0], min_length=1)
+    max_jobs: list[Annotated[int, Field(ge=1)] | None] = [None]
+    load_scale: list[Annotated[float, Field(ge=LOAD_SCALE_RANGE[0], le=LOAD_SCALE_RANGE[1])]] = [1.0]
+    oversubscription: list[Annotated[float, Field(gt=0, le=1e9)] | None] = [None]
     perf_model: list[str] = ["maxmin"]
     perf_params: dict[str, list[Any]] = {}
-    restart_penalty_s: list[float] = [30.0]
+    restart_penalty_s: list[Annotated[float, Field(ge=0, le=MAX_RESTART_PENALTY_S)]] = [30.0]
     plugins: list[str] = []
 
     _lists = field_validator("clusters", "seeds", "max_jobs", "load_scale", "oversubscription", "perf_model",
@@ -118,18 +142,10 @@ class SweepConfig(_Strict):
     def _grid_lists(cls, v: Any) -> Any:
         return {k: _as_list(x) for k, x in v.items()} if isinstance(v, dict) else v
 
-    @field_validator("max_jobs")
+    @field_validator("perf_params", "policies")
     @classmethod
-    def _positive_jobs(cls, v: list[int | None]) -> list[int | None]:
-        if any(x is not None and x < 1 for x in v):
-            raise ValueError("max_jobs must be >= 1")
-        return v
-
-    @field_validator("load_scale", "oversubscription")
-    @classmethod
-    def _positive(cls, v: list[float | None]) -> list[float | None]:
-        if any(x is not None and not x > 0 for x in v):
-            raise ValueError("must be > 0")
+    def _finite(cls, v: Any) -> Any:
+        _no_nan(v)
         return v
 
 
@@ -203,7 +219,7 @@ def load_cells(path: str | Path, plugins: tuple[str, ...] | list[str] = ()) -> t
 
     The sweep's plug-ins (``plugins:`` in the file, relative to it, then ``plugins`` — e.g. ``--plugin``, relative
     to the current folder) are imported here and recorded in every cell, so each worker imports them too."""
-    from ddlsched.policies import load_plugin, make_policy
+    from ddlsched.policies import load_plugin
 
     p = Path(path)
     cfg = load_sweep_config(p)
@@ -219,15 +235,64 @@ def load_cells(path: str | Path, plugins: tuple[str, ...] | list[str] = ()) -> t
         load_plugin(specs[-1])
     try:
         cells = expand(cfg, p.parent, tuple(dict.fromkeys(specs)))
-        for name in dict.fromkeys(c.params.policy for c in cells):
-            try:
-                make_policy(name, next(c.params.policy_params for c in cells if c.params.policy == name))
-            except ConfigError as e:
-                if e.field == "policy":  # an unknown name; a bad parameter is left to its cell
-                    raise
     except ConfigError as e:
         raise ConfigError(e.reason, path=str(p), field=e.field) from None
+    check_cells(cells, p)
     return cfg, cells
+
+
+def check_cells(cells: list[Cell], path: Path) -> None:
+    """Everything a cell would fail on, checked once per distinct value before anything runs: policies and their
+    parameters, traces (loaded once: a bad row names its file and line), clusters, physics models and their
+    parameters. Errors name the sweep file and the key (or the trace/cluster file and its line)."""
+    from ddlsched.errors import InputError
+    from ddlsched.experiments.runner import load_cluster_for, load_workload
+    from ddlsched.perf import make_perf_model
+    from ddlsched.policies import make_policy
+
+    def located(e: InputError, field: str) -> ConfigError:
+        if e.path is not None and e.path != str(path):  # an error inside a trace or cluster file: keep its place
+            return ConfigError(f"{e} (in {path}, key '{field}')")
+        return ConfigError(e.reason, path=str(path), field=field)
+
+    def once(key: Any, seen: set[str]) -> bool:
+        k = json.dumps(key, sort_keys=True, default=str)
+        if k in seen:
+            return False
+        seen.add(k)
+        return True
+
+    seen: set[str] = set()
+    for c in cells:  # the policies first: an unknown name is the likeliest mistake
+        q = c.params
+        if once(("policy", q.policy, q.policy_params), seen):
+            try:
+                make_policy(q.policy, q.policy_params)
+            except InputError as e:
+                raise located(e, f"policies.{c.labels['policy']}") from None
+    for c in cells:
+        q = c.params
+        if once(("trace", q.trace, q.trace_format, q.trace_options), seen):
+            trace = q.trace
+            if isinstance(trace, dict):  # a synthetic spec: its parameters are checked on a few jobs
+                trace = {"synthetic": {**trace["synthetic"], "jobs": min(10, trace["synthetic"]["jobs"])}}
+            try:
+                load_workload(trace, seed=q.seed, fmt=q.trace_format, options=q.trace_options)
+            except InputError as e:
+                raise located(e, f"traces.{c.labels['trace']}") from None
+            except TypeError as e:  # an unknown loader option
+                raise ConfigError(f"bad trace options: {e}", path=str(path), field=f"traces.{c.labels['trace']}"
+                                  ) from None
+        if once(("cluster", q.cluster, q.oversubscription), seen):
+            try:
+                cluster = load_cluster_for(q.cluster, seed=q.seed, oversubscription=q.oversubscription)
+            except InputError as e:
+                raise located(e, "clusters") from None
+            if once(("perf", q.perf_model, q.perf_params), seen) and q.perf_model is not None:
+                try:
+                    make_perf_model(q.perf_model, cluster, **q.perf_params)
+                except InputError as e:
+                    raise located(e, "perf_params" if e.field == "perf_param" else "perf_model") from None
 
 
 def expand(cfg: SweepConfig, base_dir: Path, plugins: tuple[str, ...] = ()) -> list[Cell]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import math
 from typing import Any
 
 from ddlsched.cluster.topology import Cluster
@@ -22,16 +24,30 @@ PERF_MODELS: dict[str, type[PerfModel]] = {
 }
 
 
+_NUMERIC = {"float", "int", "float|None", "int|None"}
+
+
 def make_perf_model(name: str, cluster: Cluster, **params: Any) -> PerfModel:
     try:
         cls = PERF_MODELS[name]
     except KeyError:
         raise ConfigError(f"unknown perf model {name!r}; choose one of {', '.join(PERF_MODELS)}",
                           field="perf_model") from None
+    sig = {k: p for k, p in inspect.signature(cls.__init__).parameters.items()
+           if k not in ("self", "cluster") and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    unknown = sorted(set(params) - set(sig))
+    if unknown:
+        raise ConfigError(f"perf model {name!r}: unknown parameter(s) {unknown} "
+                          f"(allowed: {', '.join(sig) or 'none'})", field="perf_param")
+    for k, v in params.items():
+        ann = str(sig[k].annotation).replace(" ", "")
+        if ann in _NUMERIC and not (v is None and ann.endswith("|None")) and (
+                isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)):
+            raise ConfigError(f"perf model {name!r}: {k}={v!r} is not a finite number", field="perf_param")
     try:
         return cls(cluster, **params)
-    except TypeError as e:
-        raise ConfigError(str(e), field="perf_model") from None
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"perf model {name!r}: {e}", field="perf_param") from None
 
 
 __all__ = ["PERF_MODELS", "IterationTime", "PerfModel", "Placement", "make_perf_model"]

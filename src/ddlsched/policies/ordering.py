@@ -98,6 +98,9 @@ class Tiresias(Ordering):
         thresholds = [float(t) for t in thresholds]
         if thresholds != sorted(thresholds) or any(t <= 0 for t in thresholds):
             raise ValueError("thresholds must be positive and increasing")
+        if starvation_factor is not None and not (math.isfinite(starvation_factor) and starvation_factor > 0):
+            raise ValueError(f"starvation_factor must be a finite number > 0 (or null: no guard), "
+                             f"got {starvation_factor}")
         self.thresholds = thresholds
         self.service = service
         self.starvation_factor = starvation_factor
