@@ -10,6 +10,10 @@ Example (YAML)::
       - count: 2                 # two identical racks
         servers:
           - {count: 8, gpus: 8, gpu_type: V100}           # nic_gbps may override the network default
+
+Values are strict: counts are whole numbers (``true``, ``'8'`` and ``1.5`` are refused), every number is finite
+(no ``.nan``/``.inf``) and at most ``MAX_RATE``; a cluster has at most ``MAX_CLUSTER_GPUS`` GPUs and servers. A key
+given twice, a cyclic alias and non-UTF-8 bytes are errors naming the file and line.
 """
 
 from __future__ import annotations
