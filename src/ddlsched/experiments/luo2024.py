@@ -28,7 +28,8 @@ from typing import Any
 from ddlsched.cluster import load_cluster
 from ddlsched.cluster.presets import GPU_TYPES
 from ddlsched.cluster.topology import Cluster, ServerSpec
-from ddlsched.experiments._table import aggregate, bar_plot, hours, markdown, pct, run_one, write_csv
+from ddlsched.experiments.figures import aggregate, hours, markdown, pct, plot_bars, write_csv
+from ddlsched.experiments.grid import METRICS, run_one
 from ddlsched.experiments.registry import register_reproduction
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.loaders import load_trace
@@ -71,8 +72,8 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
             for p in POLICIES:
                 rows.append({"network": net, **run_one(cluster, jobs, p, params, seed)})
             progress(f"luo2024: {net} seed {seed} done")
-    write_csv(out_dir / "runs.csv", rows)
-    agg = aggregate(rows, ("network", "policy"))
+    write_csv(out_dir / "runs.csv", [{k: v for k, v in r.items() if k != "mechanisms"} for r in rows])
+    agg = aggregate(rows, ("network", "policy"), METRICS)
     by = {(r["network"], r["policy"]): r for r in agg}
     for r in agg:
         for base, tag in (("tiresias-700", "tiresias"), ("sjf-ffs", "ffs")):
@@ -101,7 +102,7 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
     names = list(POLICIES)
     for m, label in (("avg_jct_s", "average JCT (h)"), ("p99_jct_s", "99th-percentile JCT (h)"),
                      ("makespan_s", "makespan (h)")):
-        bar_plot(out_dir / f"{m.removesuffix('_s')}.png", names,
-                 {net: [by[(net, p)][m] / 3600 for p in names] for net in NETWORKS},
-                 label, f"luo2024: {label}, Muri traces on n8g8")
+        plot_bars(out_dir / f"{m.removesuffix('_s')}.png", names,
+                  {net: [[r[m] / 3600 for r in rows if r["network"] == net and r["policy"] == p] for p in names]
+                   for net in NETWORKS}, label, f"luo2024: {label}, Muri traces on n8g8")
     return md + "\n" + md2

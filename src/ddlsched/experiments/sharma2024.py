@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ddlsched.cluster import load_cluster
-from ddlsched.experiments._table import aggregate, bar_plot, hours, markdown, pct, run_one, write_csv
+from ddlsched.experiments.figures import aggregate, hours, markdown, pct, plot_bars, write_csv
+from ddlsched.experiments.grid import METRICS, run_one
 from ddlsched.experiments.registry import register_reproduction
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.profiles import default_catalog
@@ -64,8 +65,8 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
                 r["setting"] = setting
                 rows.append(r)
             progress(f"sharma2024: seed {seed} {setting} done")
-    write_csv(out_dir / "runs.csv", rows)
-    agg = aggregate(rows, ("setting", "policy"))
+    write_csv(out_dir / "runs.csv", [{k: v for k, v in r.items() if k != "mechanisms"} for r in rows])
+    agg = aggregate(rows, ("setting", "policy"), METRICS)
     for setting in SETTINGS:
         ours = {r["policy"]: r for r in agg if r["setting"] == setting}
         ref = [ours[c] for c in CONSOLIDATION if c in ours]
@@ -89,7 +90,7 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
     names = list(policies)
     for m, label in (("avg_jct_s", "average JCT (h)"), ("makespan_s", "makespan (h)"),
                      ("comm_overhead_s", "communication overhead per job (h)")):
-        series = {s: [next(r[m] for r in agg if r["setting"] == s and r["policy"] == p) / 3600 for p in names]
+        series = {s: [[r[m] / 3600 for r in rows if r["setting"] == s and r["policy"] == p] for p in names]
                   for s in SETTINGS}
-        bar_plot(out_dir / f"{m.removesuffix('_s')}.png", names, series, label, f"sharma2024: {label}, rack256")
+        plot_bars(out_dir / f"{m.removesuffix('_s')}.png", names, series, label, f"sharma2024: {label}, rack256")
     return md

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ddlsched.cluster.presets import wang2020 as wang_cluster
 from ddlsched.engine import SimConfig, run_simulation
-from ddlsched.experiments._tables import plot_bars, plot_lines, stats, write_table
+from ddlsched.experiments.figures import plot_bars, plot_lines, seed_stats, write_table
 from ddlsched.experiments.registry import register_reproduction
 from ddlsched.metrics.summary import summarize
 from ddlsched.policies.ada_srsf import TaskDagPolicy, task_dag_policy
@@ -44,47 +44,50 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
     n_jobs, scale = (20, 5) if quick else (160, 10)
     kappas = (1, 4) if quick else KAPPAS
     text = [f"wang2020 reproduction: {n_jobs} jobs, iterations U{{{scale}..{6 * scale}}}, seeds {seeds}; "
-            "avg JCT in seconds, mean ± std over seeds\n"]
+            "avg JCT in seconds; mean, 95 % t-CI half-width, min and max over seeds\n"]
 
     def pol(picker: str, kappa: int = 1, comm: str = "adadual", n: int = 1) -> TaskDagPolicy:
         return task_dag_policy(order="ssf", picker=picker, kappa=kappa, priority="srsf", comm=comm, n=n)
 
     ff = [avg_jct(s, pol("bp"), n_jobs, scale) for s in seeds]
-    rows = [["first-fit", *stats(ff), 1.0, 0.0]]
+    rows = [["first-fit", *seed_stats(ff), 1.0, 0.0]]
     lwf: dict[int, list[float]] = {}
     for k in kappas:
         lwf[k] = [avg_jct(s, pol("lwf", k), n_jobs, scale) for s in seeds]
-        sp = stats([a / b for a, b in zip(ff, lwf[k], strict=True)])
-        rows.append([f"LWF-{k}", *stats(lwf[k]), sp[0], sp[1]])
+        sp = seed_stats([a / b for a, b in zip(ff, lwf[k], strict=True)])
+        rows.append([f"LWF-{k}", *seed_stats(lwf[k]), sp[0], sp[1]])
         progress(f"wang2020 placement LWF-{k} done")
     text.append(write_table(out_dir, "placement_lwf_vs_firstfit",
-                            ["placement", "avg_jct_mean", "avg_jct_std", "avg_jct_min", "avg_jct_max",
-                             "speedup_vs_firstfit_mean", "speedup_std"], rows,
+                            ["placement", "avg_jct_mean", "avg_jct_ci95", "avg_jct_min", "avg_jct_max",
+                             "speedup_vs_firstfit_mean", "speedup_ci95"], rows,
                             "LWF-κ vs first-fit (ssf + srsf + AdaDUAL); paper: up to 1.59×"))
-    plot_bars(out_dir / "placement_avg_jct.png", [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
-              "avg JCT (s)", "avg JCT: first-fit vs LWF-κ (mean ± std)")
+    plot_bars(out_dir / "placement_avg_jct.png", [r[0] for r in rows], {"avg JCT": [ff, *lwf.values()]},
+              "avg JCT (s)", "avg JCT: first-fit vs LWF-κ")
 
-    rows2, series = [], {}
+    rows2, series, gains = [], {}, {}
     placements = [("first-fit", "bp", 1)] + [(f"LWF-{k}", "lwf", k) for k in kappas]
     for plabel, picker, k in placements:
         res = {label: [avg_jct(s, pol(picker, k, comm, n), n_jobs, scale) for s in seeds]
                for label, comm, n in COMMS}
         ada = res["AdaDUAL"]
         for label, vals in res.items():
-            d1 = stats([100 * (a / b - 1) for a, b in zip(ada, res["SRSF(1)"], strict=True)])
-            d2 = stats([100 * (a / b - 1) for a, b in zip(ada, res["SRSF(2)"], strict=True)])
-            rows2.append([plabel, label, *stats(vals)[:2], d1[0] if label == "AdaDUAL" else "",
+            d1 = seed_stats([100 * (a / b - 1) for a, b in zip(ada, res["SRSF(1)"], strict=True)])
+            d2 = seed_stats([100 * (a / b - 1) for a, b in zip(ada, res["SRSF(2)"], strict=True)])
+            rows2.append([plabel, label, *seed_stats(vals)[:2], d1[0] if label == "AdaDUAL" else "",
                           d1[1] if label == "AdaDUAL" else "", d2[0] if label == "AdaDUAL" else "",
                           d2[1] if label == "AdaDUAL" else ""])
-        series[plabel] = ([stats(res[c[0]])[0] for c in COMMS], [stats(res[c[0]])[1] for c in COMMS])
+        series[plabel] = [res[c[0]] for c in COMMS]
+        gains[plabel] = [[100 * (a / b - 1) for a, b in zip(ada, res[ref], strict=True)]
+                         for ref in ("SRSF(1)", "SRSF(2)")]
         progress(f"wang2020 communication ({plabel}) done")
     text.append(write_table(out_dir, "communication_ada_srsf",
-                            ["placement", "communication", "avg_jct_mean", "avg_jct_std",
-                             "adadual_vs_srsf1_pct_mean", "std", "adadual_vs_srsf2_pct_mean", "std"], rows2,
+                            ["placement", "communication", "avg_jct_mean", "avg_jct_ci95",
+                             "adadual_vs_srsf1_pct_mean", "ci95", "adadual_vs_srsf2_pct_mean", "ci95"], rows2,
                             "SRSF(n) vs AdaDUAL (with LWF-κ: Ada-SRSF); paper: −20.1 % vs SRSF(1), −36.7 % vs SRSF(2)"))
-    plot_lines(out_dir / "communication_avg_jct.png", list(range(len(COMMS))), series,
-               "communication policy: 0=SRSF(1) 1=SRSF(2) 2=SRSF(3) 3=AdaDUAL", "avg JCT (s)",
-               "avg JCT by communication policy and placement")
+    plot_lines(out_dir / "communication_avg_jct.png", [c[0] for c in COMMS], series, "communication policy",
+               "avg JCT (s)", "avg JCT by communication policy and placement", categorical=True)
+    plot_bars(out_dir / "adadual_gain.png", ["vs SRSF(1)", "vs SRSF(2)"], gains, "AdaDUAL avg JCT change (%)",
+              "AdaDUAL vs SRSF(n), per placement", lower=None, paper={"vs SRSF(1)": -20.1, "vs SRSF(2)": -36.7})
     summary = "\n".join(text)
     (out_dir / "summary.md").write_text(summary)
     return summary
