@@ -8,8 +8,11 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
-err_console = Console(stderr=True)
+from ddlsched.cli.common import plugin_option
+
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 @click.command("sweep")
@@ -23,13 +26,14 @@ err_console = Console(stderr=True)
 @click.option("--dry-run", is_flag=True, help="Only list the cells and which are already finished.")
 @click.option("--report", "make_report", is_flag=True, help="Write report.html/report.md when done.")
 @click.option("--quiet", is_flag=True, help="No progress bar or per-cell lines.")
+@plugin_option
 def sweep(config: str, out: str | None, workers: int, backend: str, address: str | None, dry_run: bool,
-          make_report: bool, quiet: bool) -> None:
+          make_report: bool, quiet: bool, plugins: tuple[str, ...]) -> None:
     """Run every cell of the CONFIG matrix (YAML/TOML); resumes, skipping finished cells."""
     from ddlsched.experiments.sweep import CELLS, is_finished, run_sweep
     from ddlsched.experiments.sweep_config import load_cells
 
-    cfg, cells = load_cells(config)
+    cfg, cells = load_cells(config, plugins)
     out_dir = Path(out or f"results/sweeps/{cfg.name}")
     if dry_run:
         for c in cells:
@@ -45,12 +49,12 @@ def sweep(config: str, out: str | None, workers: int, backend: str, address: str
         state["done"] += 1
         if output is not None and output.error is not None:
             state["failed"] += 1
-            err_console.print(f"[red]failed[/] {cell.cell_id}: {output.error.splitlines()[0]}")
+            err_console.print(f"[red]failed[/] {escape(cell.cell_id)}: {escape(output.error.splitlines()[0])}")
         elif not quiet and not show_bar:
             what = "skipped (finished)" if output is None else f"ok {output.wall_s:.1f}s"
-            err_console.print(f"[{state['done']}/{len(cells)}] {cell.cell_id} {what}")
+            err_console.print(escape(f"[{state['done']}/{len(cells)}] {cell.cell_id} {what}"))
 
-    err_console.print(f"sweep {cfg.name!r}: {len(cells)} cells → {out_dir}/ ({backend}, {workers} workers)")
+    err_console.print(escape(f"sweep {cfg.name!r}: {len(cells)} cells → {out_dir}/ ({backend}, {workers} workers)"))
     if show_bar:
         from rich.progress import (
             BarColumn,

@@ -19,6 +19,7 @@ import csv
 import json
 import os
 import shutil
+import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ddlsched.errors import ConfigError, InputError
-from ddlsched.experiments.runner import CellOutput, cell_json, run_cell
+from ddlsched.experiments.runner import CellOutput, CellParams, cell_json, run_cell
 from ddlsched.experiments.sweep_config import Cell
 
 CELLS = "cells"
@@ -46,8 +47,54 @@ def is_finished(cell_dir: Path) -> bool:
     return (cell_dir / "summary.json").is_file() and (cell_dir / "cell.json").is_file()
 
 
-def _run_cell_dict(params: dict[str, Any]) -> CellOutput:
+PluginSources = tuple[tuple[str, bytes | None], ...]
+"""Each plug-in of a sweep: (spec, the file's bytes) for a ``.py`` file, (module name, None) for a module."""
+
+
+def plugin_sources(cells: list[Cell]) -> PluginSources:
+    """The plug-ins of ``cells`` with the sources of file plug-ins, read once here and shipped with every cell."""
+    from ddlsched.policies.registry import plugin_source
+
+    specs = dict.fromkeys(s for c in cells for s in c.params.plugins)
+    return tuple((s, plugin_source(s)) for s in specs)
+
+
+def _run_cell_dict(params: dict[str, Any], plugins: PluginSources = ()) -> CellOutput:
+    """A worker's task: import the sweep's plug-ins (from the shipped source: a Ray worker on another machine
+    has no copy of the file), then run the cell."""
+    from ddlsched.policies.registry import load_plugin
+
+    try:
+        for spec, source in plugins:
+            load_plugin(spec, source)
+    except Exception as e:
+        return CellOutput({}, None, f"{type(e).__name__}: {e}", 0.0)
     return run_cell(params)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Pool-worker initializer: end this worker when the sweep's main process dies, even by SIGKILL (which runs
+    no cleanup). Linux: the kernel sends SIGKILL (PR_SET_PDEATHSIG); everywhere: a thread polls the parent id."""
+    import sys
+    import threading
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    if os.getppid() != parent:  # died before the watch was set up
+        os._exit(1)
+    threading.Thread(target=watch, name="ddlsched-parent-watch", daemon=True).start()
 
 
 def write_cell(root: Path, cell: Cell, out: CellOutput) -> Path:
@@ -77,9 +124,11 @@ def _local(todo: list[Cell], workers: int) -> Iterator[tuple[Cell, CellOutput]]:
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     ctx = multiprocessing.get_context("spawn")  # no fork of a process with threads (the progress bar)
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_die_with_parent,
+                               initargs=(os.getpid(),))
+    plugins = plugin_sources(todo)
     try:
-        futures = {pool.submit(_run_cell_dict, c.params.to_dict()): c for c in todo}
+        futures = {pool.submit(_run_cell_dict, c.params.to_dict(), plugins): c for c in todo}
         pending = set(futures)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -112,7 +161,8 @@ def _ray(todo: list[Cell], workers: int, address: str | None) -> Iterator[tuple[
         ray.init(address=address, **kw)
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(_run_cell_dict)
-        refs = {task.remote(c.params.to_dict()): c for c in todo}
+        plugins = plugin_sources(todo)
+        refs = {task.remote(c.params.to_dict(), plugins): c for c in todo}
         pending = list(refs)
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
@@ -143,6 +193,7 @@ def run_sweep(cells: list[Cell], out_dir: Path, *, workers: int = 2, backend: st
     root.mkdir(parents=True, exist_ok=True)
     for tmp in root.glob(".tmp-*"):  # leftovers of a killed run
         shutil.rmtree(tmp, ignore_errors=True)
+    adopt_earlier_cells(out_dir, cells)
     _write_manifest(out_dir, cells)
     outcome = SweepOutcome(total=len(cells))
     todo = []
@@ -167,6 +218,49 @@ def run_sweep(cells: list[Cell], out_dir: Path, *, workers: int = 2, backend: st
     outcome.results_csv = write_results_csv(out_dir, cells)
     outcome.wall_s = time.perf_counter() - t0
     return outcome
+
+
+def _same_params(params: dict[str, Any]) -> str | None:
+    """A cell's parameters as comparable JSON (plug-ins left out, as in its hash); None if they do not parse."""
+    try:
+        d = CellParams.from_dict(params).to_dict()
+    except TypeError:
+        return None
+    d.pop("plugins", None)
+    return json.dumps(d, sort_keys=True, default=str)
+
+
+def adopt_earlier_cells(out_dir: Path, cells: list[Cell]) -> int:
+    """Rename the finished cell folders of an earlier ddlsched (ids ending in a 10-digit hash) to their current
+    id, when their ``cell.json`` holds exactly the parameters of a current cell; returns how many. Folders that
+    match no cell are left alone (and ignored)."""
+    root = out_dir / CELLS
+    by_prefix: dict[str, list[Cell]] = {}
+    for c in cells:
+        if not is_finished(root / c.cell_id):
+            by_prefix.setdefault(c.cell_id.rsplit("_", 1)[0], []).append(c)
+    if not by_prefix or not root.is_dir():
+        return 0
+    ids = {c.cell_id for c in cells}
+    adopted = 0
+    for d in sorted(root.iterdir()):
+        want = by_prefix.get(d.name.rsplit("_", 1)[0])
+        if d.name.startswith(".") or d.name in ids or not want or not is_finished(d):
+            continue
+        try:
+            meta = json.loads((d / "cell.json").read_text())
+            key = _same_params(meta["params"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        match = next((c for c in want if key is not None and _same_params(c.params.to_dict()) == key), None)
+        if match is None or (root / match.cell_id).exists():
+            continue
+        meta.update({"cell_id": match.cell_id, "hash": match.hash})
+        (d / "cell.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        d.rename(root / match.cell_id)
+        want.remove(match)
+        adopted += 1
+    return adopted
 
 
 def _write_manifest(out_dir: Path, cells: list[Cell]) -> None:

@@ -17,6 +17,7 @@ Every axis takes one value or a list; the sweep is the cartesian product of all 
     perf_model: maxmin
     perf_params: {}                # physics-parameter axes: {key: [v1, v2]}
     restart_penalty_s: 30
+    plugins: [my_policies.py]      # policy plug-ins: .py files (relative to this file) or module names
 
 Unknown keys are errors naming the file and the key.
 """
@@ -87,9 +88,10 @@ class SweepConfig(_Strict):
     perf_model: list[str] = ["maxmin"]
     perf_params: dict[str, list[Any]] = {}
     restart_penalty_s: list[float] = [30.0]
+    plugins: list[str] = []
 
-    _lists = field_validator("clusters", "seeds", "max_jobs", "load_scale",
-                             "oversubscription", "perf_model", "restart_penalty_s", mode="before")(_as_list)
+    _lists = field_validator("clusters", "seeds", "max_jobs", "load_scale", "oversubscription", "perf_model",
+                             "restart_penalty_s", "plugins", mode="before")(_as_list)
 
     @field_validator("policies", mode="before")
     @classmethod
@@ -125,14 +127,20 @@ def _slug(text: str, n: int = 40) -> str:
     return re.sub(r"[^A-Za-z0-9+._=-]+", "-", text).strip("-")[:n] or "x"
 
 
-def cell_hash(params: CellParams, written: dict[str, Any] | None = None) -> str:
-    """A stable hash of a cell's parameters (canonical JSON, sorted keys).
+def canonical(params: CellParams, written: dict[str, Any] | None = None) -> str:
+    """A cell's identity as canonical JSON (sorted keys). ``written`` replaces fields by their form as written in
+    the config (trace and cluster paths relative to the config file), so that moving the whole project does not
+    change it. The plug-ins are left out: they say where a policy's code is, not what the cell is (like the
+    ddlsched version), so adding ``--plugin`` to a finished sweep reruns nothing."""
+    d = {**params.to_dict(), **(written or {})}
+    d.pop("plugins", None)
+    return json.dumps(d, sort_keys=True, separators=(",", ":"), default=str)
 
-    ``written`` replaces fields by their form as written in the config (trace and cluster paths relative
-    to the config file), so that moving the whole project does not change the hash.
-    """
-    canon = json.dumps({**params.to_dict(), **(written or {})}, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canon.encode()).hexdigest()[:10]
+
+def cell_hash(params: CellParams, written: dict[str, Any] | None = None) -> str:
+    """The full SHA-256 (64 hex digits) of :func:`canonical`: no two different cells share it in practice (the
+    first 10 digits, used before, collided after about a million cells)."""
+    return hashlib.sha256(canonical(params, written).encode()).hexdigest()
 
 
 class Cell:
@@ -141,7 +149,8 @@ class Cell:
     def __init__(self, params: CellParams, labels: dict[str, Any], written: dict[str, Any] | None = None) -> None:
         self.params = params
         self.labels = labels
-        self.hash = cell_hash(params, written)
+        self.canonical = canonical(params, written)
+        self.hash = hashlib.sha256(self.canonical.encode()).hexdigest()
         self.cell_id = "_".join([_slug(str(labels["policy"]), 48), _slug(str(labels["cluster"]), 24),
                                  _slug(str(labels["trace"]), 24), f"s{params.seed}", self.hash])
 
@@ -170,14 +179,36 @@ def load_sweep_config(path: str | Path) -> SweepConfig:
         raise validation_error(e, str(p)) from None
 
 
-def load_cells(path: str | Path) -> tuple[SweepConfig, list[Cell]]:
-    """Validate the file and expand it; every error names the file. Unknown policy names fail here."""
-    from ddlsched.policies import make_policy
+def resolve_plugin(spec: str, base: Path) -> str:
+    """A plug-in as written → what :func:`~ddlsched.policies.registry.load_plugin` takes: a ``.py`` file or an
+    existing path becomes an absolute path (relative ones against ``base``); anything else is a module name."""
+    q = Path(spec)
+    if q.suffix == ".py" or "/" in spec or "\\" in spec or (base / q).exists():
+        return str((q if q.is_absolute() else base / q).resolve())
+    return spec
+
+
+def load_cells(path: str | Path, plugins: tuple[str, ...] | list[str] = ()) -> tuple[SweepConfig, list[Cell]]:
+    """Validate the file and expand it; every error names the file. Unknown policy names fail here.
+
+    The sweep's plug-ins (``plugins:`` in the file, relative to it, then ``plugins`` — e.g. ``--plugin``, relative
+    to the current folder) are imported here and recorded in every cell, so each worker imports them too."""
+    from ddlsched.policies import load_plugin, make_policy
 
     p = Path(path)
     cfg = load_sweep_config(p)
+    specs: list[str] = []
+    for i, spec in enumerate(cfg.plugins):
+        specs.append(resolve_plugin(spec, p.parent))
+        try:
+            load_plugin(specs[-1])
+        except ConfigError as e:
+            raise ConfigError(f"plug-in {spec!r}: {e.reason}", path=str(p), field=f"plugins.{i}") from None
+    for spec in plugins:
+        specs.append(resolve_plugin(spec, Path.cwd()))
+        load_plugin(specs[-1])
     try:
-        cells = expand(cfg, p.parent)
+        cells = expand(cfg, p.parent, tuple(dict.fromkeys(specs)))
         for name in dict.fromkeys(c.params.policy for c in cells):
             try:
                 make_policy(name, next(c.params.policy_params for c in cells if c.params.policy == name))
@@ -189,8 +220,9 @@ def load_cells(path: str | Path) -> tuple[SweepConfig, list[Cell]]:
     return cfg, cells
 
 
-def expand(cfg: SweepConfig, base_dir: Path) -> list[Cell]:
-    """All cells of the sweep in a fixed order (config order of every axis, seeds innermost)."""
+def expand(cfg: SweepConfig, base_dir: Path, plugins: tuple[str, ...] = ()) -> list[Cell]:
+    """All cells of the sweep in a fixed order (config order of every axis, seeds innermost); every cell carries
+    the resolved ``plugins``."""
     from ddlsched.cluster.presets import PRESETS
 
     policies: list[tuple[str, str, dict[str, Any]]] = []
@@ -224,14 +256,15 @@ def expand(cfg: SweepConfig, base_dir: Path) -> list[Cell]:
         mj, ls, ov, pm, pp, rp, seed = rest
         params = CellParams(policy=pol, cluster=cl, trace=trace, seed=seed, policy_params=pparams,
                             trace_format=fmt, trace_options=topts, max_jobs=mj, load_scale=ls,
-                            oversubscription=ov, perf_model=pm, perf_params=pp, restart_penalty_s=rp)
+                            oversubscription=ov, perf_model=pm, perf_params=pp, restart_penalty_s=rp,
+                            plugins=plugins)
         labels = {"policy": plabel, "trace": tlabel, "cluster": clabel, "seed": seed, "max_jobs": mj,
                   "load_scale": ls, "oversubscription": ov, "perf_model": pm, "restart_penalty_s": rp,
                   **{f"perf.{k}": v for k, v in pp.items()}}
         cell = Cell(params, labels, {"trace": twritten, "cluster": cwritten})
-        if cell.hash in seen:
+        if cell.canonical in seen:  # identical parameters, not merely an equal hash
             raise ConfigError(f"two cells with identical parameters ({cell.cell_id}); remove the duplicate axis value",
                               field="policies")
-        seen.add(cell.hash)
+        seen.add(cell.canonical)
         cells.append(cell)
     return cells

@@ -16,6 +16,7 @@ import importlib.util
 import inspect
 import json
 import sys
+import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -83,39 +84,69 @@ def _load_builtins() -> None:
             raise ConfigError(f"entry point {ep.name!r} ({ep.value}) failed to load: {e}", field="plugin") from None
 
 
-def load_plugin(spec: str | Path) -> str:
+def load_plugin(spec: str | Path, source: bytes | None = None) -> str:
     """Import a policy plug-in: a path to a ``.py`` file, or an importable module name. Returns the module name.
-    Importing it runs its ``@register`` decorators. Loading the same plug-in twice is a no-op."""
+    Importing it runs its ``@register`` decorators. Loading the same plug-in twice is a no-op.
+
+    ``source``: the file's bytes, read elsewhere (a sweep ships a file plug-in's source with each cell, so a Ray
+    worker on another machine needs no copy of the file); the file itself is then not read."""
     key = str(spec)
     if key in _plugins:
         return _plugins[key]
     _load_builtins()
     path = Path(key)
-    if path.suffix == ".py" or path.exists():
-        if not path.is_file():
+    if source is not None or path.suffix == ".py" or path.exists():
+        if source is None and not path.is_file():
             raise ConfigError("plug-in file not found", path=key, field="plugin")
-        text = path.read_bytes()
-        mod_name = f"ddlsched_plugin_{path.stem}_{hashlib.sha256(text).hexdigest()[:12]}"
+        try:
+            text = path.read_bytes() if source is None else source
+        except OSError as e:
+            raise ConfigError(f"cannot read plug-in: {e.strerror}", path=key, field="plugin") from None
+        mod_name = f"ddlsched_plugin_{_mod_stem(path.stem)}_{hashlib.sha256(text).hexdigest()[:12]}"
         if mod_name not in sys.modules:
-            spec_ = importlib.util.spec_from_file_location(mod_name, path)
-            if spec_ is None or spec_.loader is None:
-                raise ConfigError("cannot import this file as Python", path=key, field="plugin")
-            module = importlib.util.module_from_spec(spec_)
-            sys.modules[mod_name] = module
-            try:
-                spec_.loader.exec_module(module)
-            except Exception as e:
-                del sys.modules[mod_name]
-                raise ConfigError(f"plug-in failed to import: {type(e).__name__}: {e}", path=key,
-                                  field="plugin") from None
+            _exec_plugin(mod_name, key, text)
     else:
         mod_name = key
         try:
             importlib.import_module(key)
         except ImportError as e:
             raise ConfigError(f"cannot import plug-in module {key!r}: {e}", field="plugin") from None
+        except Exception as e:
+            raise ConfigError(f"plug-in module {key!r} failed to import: {type(e).__name__}: {e}",
+                              field="plugin") from None
     _plugins[key] = mod_name
     return mod_name
+
+
+def _mod_stem(stem: str) -> str:
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in stem)
+
+
+def _exec_plugin(mod_name: str, key: str, text: bytes) -> None:
+    """Run a plug-in file's source as module ``mod_name`` (registered in ``sys.modules`` first, so that
+    dataclasses and pickling inside it work); any failure is a ConfigError naming the file."""
+    module = types.ModuleType(mod_name)
+    module.__file__ = key
+    sys.modules[mod_name] = module
+    try:
+        code = compile(text, key, "exec")
+        exec(code, module.__dict__)
+    except Exception as e:
+        del sys.modules[mod_name]
+        line = getattr(e, "lineno", None) if isinstance(e, SyntaxError) else None
+        raise ConfigError(f"plug-in failed to import: {type(e).__name__}: {e}", path=key, line=line,
+                          field="plugin") from None
+
+
+def plugin_source(spec: str) -> bytes | None:
+    """The bytes of a file plug-in (to ship to workers), or None for a module name."""
+    path = Path(spec)
+    if path.suffix == ".py" or path.is_file():
+        try:
+            return path.read_bytes()
+        except OSError as e:
+            raise ConfigError(f"cannot read plug-in: {e.strerror}", path=spec, field="plugin") from None
+    return None
 
 
 # ---------------------------------------------------------------- parameters
