@@ -104,6 +104,11 @@ MECHANISMS: dict[str, str] = {
     "switches": "rounds: task switches that paid the switching overhead",
     "leases": "rounds: gang leases granted (Start)",
     "revocations": "rounds: gang leases revoked (Preempt)",
+    "best_level_placements": "delay scheduling: starts at the job's best (tightest possible) locality level",
+    "relaxed_placements": "delay scheduling: starts at a looser level than the best, after the job's timer ran out",
+    "network_preemptions": "delay scheduling: running jobs evicted to consolidate a waiting high-sensitivity job",
+    "timer_updates": "delay scheduling with a tuner: tuning rounds that set the class timers",
+    "tuner_replays": "delay scheduling, search tuner: replays simulated to score candidate timers",
 }
 
 TIMESERIES_FIELDS: dict[str, str] = {

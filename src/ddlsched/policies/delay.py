@@ -13,7 +13,8 @@ level an L1 placement must also use the fewest possible servers) or keeps waitin
 blocking). The policy asks to be woken (``WakeAt``) exactly when the next pending job's level relaxes.
 
 **Network-sensitive preemption (§4.4)** (``preemption=True``): a pending **high** job whose best level is L0/L1,
-that has waited ≥ ``preempt_wait`` (default = ``timer_high``) and has no L0/L1 placement, may evict running
+that has waited ≥ ``preempt_wait`` (default: the configured ``timer_high``, never the tuned timer — a tuner that
+drives the high timer to 0 must not make preemption fire without waiting) and has no L0/L1 placement, may evict running
 **low** jobs (and **medium** jobs running at L2) that have been preempted fewer than ``max_preemptions`` (3)
 times. Per server (L0) or rack (L1) the victims are taken fewest GPUs first (the engine's restart penalty is
 lost per GPU), ties → most remaining work; the server/rack with the cheapest set wins. The victims are
@@ -88,11 +89,13 @@ class DelayScheduling(Policy):
             raise ValueError(f"autotune must be one of {sorted(TUNERS)} (or A/B/C)")
         self.tuner_params = dict(tuner_params or {})
         self.tuner = TUNERS[self.autotune](**self.tuner_params) if self.autotune else None
+        self._mech = {"best_level_placements": 0, "relaxed_placements": 0, "network_preemptions": 0}
         self._kw = {"order": order, "high": high, "medium": medium, "timer_low": timer_low,
                     "preemption": preemption, "preempt_wait": preempt_wait, "max_preemptions": max_preemptions}
 
     def reset(self) -> None:
         self.timers = dict(self.initial_timers)
+        self._mech = dict.fromkeys(self._mech, 0)
         self.sens.reset()
         if self.tuner is not None:
             self.tuner.reset()
@@ -103,6 +106,17 @@ class DelayScheduling(Policy):
         copy.default_autotune = None
         copy.name = f"{self.name}-replay"
         return copy
+
+    def _preempt_wait(self) -> float:
+        return self.initial_timers[HIGH] if self.preempt_wait is None else self.preempt_wait
+
+    def mechanisms(self) -> dict[str, float]:
+        out: dict[str, float] = dict(self._mech)
+        if self.tuner is not None:
+            out["timer_updates"] = len(getattr(self.tuner, "history", ()))
+            if hasattr(self.tuner, "replays"):
+                out["tuner_replays"] = self.tuner.replays
+        return out
 
     # ------------------------------------------------------------------ helpers
     def timer(self, job: JobView, view: SchedulerView) -> tuple[str, float, float]:
@@ -139,13 +153,14 @@ class DelayScheduling(Policy):
             level = self.allowed_level(best, wait, d)
             got = tightest(alloc.for_mem(job.mem_mb), n, level, cluster, packed=level == best)
             if got is None and self.preemption and cls == HIGH and best <= L1:
-                pw = d if self.preempt_wait is None else self.preempt_wait
+                pw = self._preempt_wait()
                 if wait + _TOL >= pw and tightest(alloc.for_mem(job.mem_mb), n, L1, cluster) is None:
                     got = self._preempt_for(job, best, view, alloc, out, victims_taken)
             if got is not None:
                 gpus, lvl = got
                 alloc.take(gpus)
                 out.append(Start(job.job_id, tuple(gpus)))
+                self._mech["best_level_placements" if lvl <= best else "relaxed_placements"] += 1
                 if self.tuner is not None:
                     self.tuner.placed(job, cls, sigma, lvl <= best, view)
                 continue
@@ -153,7 +168,7 @@ class DelayScheduling(Policy):
                 k = level - best + 1
                 wake = min(wake, view.now + k * d - wait)
             if self.preemption and cls == HIGH and best <= L1:
-                pw = d if self.preempt_wait is None else self.preempt_wait
+                pw = self._preempt_wait()
                 if wait < pw:
                     wake = min(wake, view.now + pw - wait)
         # victims go back anywhere at once (their timer is 0 when they are low)
@@ -226,6 +241,7 @@ class DelayScheduling(Policy):
         for v in chosen:
             taken.add(v.job_id)
             out.append(Preempt(v.job_id))
+            self._mech["network_preemptions"] += 1
         return got
 
 
