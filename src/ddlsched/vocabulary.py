@@ -65,11 +65,16 @@ SUMMARY_FIELDS: dict[str, str] = {
     "jobs_rejected": "jobs refused as impossible on this cluster (see rejected.csv)",
     "jobs_unfinished": "jobs still pending or running when the simulation stopped",
     "jobs_skipped": "invalid trace rows skipped by the loader (--skip-invalid)",
+    "window_start_s": "start of the measurement window (trace time): the first arrival, or later by --warmup",
+    "window_end_s": "end of the measurement window: the last arrival, or earlier by --cooldown",
+    "jobs_measured": "completed jobs that arrived inside the window; every per-job metric below is over them",
+    "gpu_utilization_window": "time-average of busy GPUs over the measurement window ÷ cluster GPUs (NaN when "
+                              "no time series was recorded)",
     "avg_jct_s": "mean JCT over completed jobs",
     "median_jct_s": "median JCT over completed jobs",
     "p95_jct_s": "95th-percentile JCT (linear interpolation) over completed jobs",
     "p99_jct_s": "99th-percentile JCT (linear interpolation) over completed jobs",
-    "makespan_s": "last finish − first arrival over completed jobs",
+    "makespan_s": "last finish − first arrival over all completed jobs (the whole run, whatever the window)",
     "avg_queueing_s": "mean queue_s over completed jobs",
     "avg_run_s": "mean run_s over completed jobs",
     "avg_comm_s": "mean comm_s over completed jobs",
@@ -83,8 +88,8 @@ SUMMARY_FIELDS: dict[str, str] = {
     "restart_pct": "100 · Σ restart_s / Σ run_s",
     "median_slowdown": "median over completed jobs of run_s / ideal_run_s (1 = every job ran as if alone, "
                        "consolidated, on its fastest GPUs)",
-    "gpu_utilization": "time-average of GPUs held by at least one job, over the makespan, ÷ cluster GPUs "
-                       "(the same quantity the time series samples as busy_gpus)",
+    "gpu_utilization": "time-average of GPUs held by at least one job, over the makespan (whole run), ÷ cluster "
+                       "GPUs (the same quantity the time series samples as busy_gpus)",
     "offered_load": "Σ over completed jobs of GPUs × ideal_run_s ÷ (cluster GPUs × arrival span): > 1 means "
                     "more work arrives than the cluster could do even with ideal placements",
     "preemptions": "total preemptions",

@@ -163,6 +163,11 @@ def trace_options(f: Any) -> Any:
                      help="Seconds lost on every restart after a preemption (0 to 1e9; fluid model; default 30)."),
         click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=0, show_default=True,
                      help="Seed for every random choice."),
+        click.option("--warmup", default=None, metavar="DURATION|Njobs",
+                     help="Leave the jobs arriving in the first DURATION (3600, 30m, 12h, 2d) or the first N jobs "
+                          "(500jobs) out of the per-job metrics; they still run (docs/metrics.md)."),
+        click.option("--cooldown", default=None, metavar="DURATION|Njobs",
+                     help="Likewise for the jobs arriving in the last DURATION or the last N jobs."),
         click.option("--parquet", is_flag=True, help="Write records as Parquet instead of CSV."),
         click.option("--quiet", is_flag=True, help="No progress bar."),
     ]
@@ -205,6 +210,7 @@ def load_run_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
     from ddlsched.experiments.runner import load_cluster_for
     from ddlsched.workload.inputs import load_workload_and_models
 
+    measurement_window(kw)  # a bad --warmup/--cooldown fails before anything is loaded or simulated
     try:
         cluster = load_cluster_for(kw["cluster_spec"], seed=kw["seed"])
         w = load_workload_and_models(kw["trace_path"], seed=kw["seed"], fmt=kw["fmt"], options=load_options(kw),
@@ -213,6 +219,17 @@ def load_run_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
     except DdlschedError as e:
         raise InputErrorExit(str(e)) from None
     return cluster, w
+
+
+def measurement_window(kw: dict[str, Any]) -> Any:
+    """The :class:`~ddlsched.metrics.window.Window` of ``--warmup``/``--cooldown`` (checked before simulating)."""
+    from ddlsched.errors import DdlschedError
+    from ddlsched.metrics.window import Window
+
+    try:
+        return Window.parse(kw.get("warmup"), kw.get("cooldown"))
+    except DdlschedError as e:
+        raise InputErrorExit(str(e)) from None
 
 
 def run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, workload: Any, kw: dict[str, Any],
@@ -240,7 +257,8 @@ def run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, workl
     else:
         result = simulate_run(policy_name, policy_params, cluster, jobs, **sim_kw)
     summary = write_run(result, out, parquet=kw["parquet"],
-                        extra={"trace": str(kw["trace_path"]), "load_scale": kw["load_scale"]})
+                        extra={"trace": str(kw["trace_path"]), "load_scale": kw["load_scale"]},
+                        window=measurement_window(kw))
     if result.rejected:
         err_console.print(f"[yellow]warning:[/] {len(result.rejected)} job(s) rejected as impossible on "
                           f"{cluster.name} (see {(shown_as or out) / 'rejected.csv'}); "

@@ -77,6 +77,7 @@ def simulate(policy: str, policy_param: tuple[str, ...], out: str, overwrite: bo
         st.commit("run", run_inputs(kw, str(summary.get("policy", policy)), params))
     console.print(f"{cluster.describe()}; {len(jobs)} jobs; offered load {summary.get('offered_load', 0):.2f}")
     console.print(summary_table([summary], f"{policy} on {cluster.name}"))
+    _window_note(summary)
     console.print(f"results in {out}/")
     _maybe_report(make_report, out)
 
@@ -129,6 +130,7 @@ def compare(policies: str, out: str, overwrite: bool, resume: bool, make_report:
     load = rows[0].get("offered_load") or 0.0
     console.print(f"{cluster.describe()}; {len(jobs)} jobs; offered load {load:.2f}")
     console.print(summary_table(rows, f"policies on {cluster.name}"))
+    _window_note(rows[0])
     note = mixed_models_note(rows)
     if note:
         _note(note)
@@ -177,3 +179,12 @@ def _maybe_report(make_report: bool, out: str) -> None:
         from ddlsched.metrics.report import write_report
 
         console.print(f"report: {write_report(out)}")
+
+
+def _window_note(summary: dict) -> None:
+    """Say which jobs the per-job metrics are over when --warmup/--cooldown left some out."""
+    if summary.get("jobs_measured") != summary.get("jobs_completed"):
+        console.print(f"per-job metrics over the {summary['jobs_measured']} of {summary['jobs_completed']} completed "
+                      f"jobs arriving in [{summary['window_start_s']:.0f}, {summary['window_end_s']:.0f}] s "
+                      f"(--warmup/--cooldown); GPU util over that window "
+                      f"{summary['gpu_utilization_window']:.2f}, over the whole run {summary['gpu_utilization']:.2f}")

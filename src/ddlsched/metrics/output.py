@@ -10,6 +10,7 @@ from typing import Any
 
 from ddlsched.engine.result import SimResult
 from ddlsched.metrics.summary import summarize
+from ddlsched.metrics.window import Window
 
 
 def _clean(v: Any) -> Any:
@@ -47,11 +48,11 @@ def write_timeseries(path: Path, ts: dict[str, list[float]]) -> None:
             w.writerow([repr(x) if isinstance(x, float) else x for x in row])
 
 
-def write_run(result: SimResult, out: Path, *, parquet: bool = False, extra: dict[str, Any] | None = None
-              ) -> dict[str, Any]:
-    """Write every file of one run under ``out``; return the summary."""
+def write_run(result: SimResult, out: Path, *, parquet: bool = False, extra: dict[str, Any] | None = None,
+              window: Window | None = None) -> dict[str, Any]:
+    """Write every file of one run under ``out``; return the summary (per-job metrics over ``window``)."""
     out.mkdir(parents=True, exist_ok=True)
-    summary = summarize(result)
+    summary = summarize(result, window)
     if extra:
         summary.update(extra)
     write_json(out / "summary.json", summary)
