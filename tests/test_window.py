@@ -71,3 +71,26 @@ def test_cli_window_flags(tmp_path: Path) -> None:
     bad = CliRunner().invoke(cli, ["simulate", "--trace", str(MURI), "--cluster", "wang2020", "--policy", "fifo",
                                    "--warmup", "ten", "--out", str(tmp_path / "bad"), "--quiet"])
     assert bad.exit_code == 2 and "--warmup" in bad.output and not (tmp_path / "bad").exists()
+
+
+def test_load_over_time_by_hand() -> None:
+    from ddlsched.metrics.loadtime import load_over_time
+
+    recs = [{"arrival_s": 0.0, "num_gpus": 2, "ideal_run_s": 3600.0},
+            {"arrival_s": 1800.0, "num_gpus": 4, "ideal_run_s": 900.0},
+            {"arrival_s": 7200.0, "num_gpus": 8, "ideal_run_s": 1800.0}]
+    ts = {"time_s": [0.0, 3600.0, 9000.0], "busy_gpus": [6, 0, 8]}
+    rows = load_over_time(recs, ts, 8)
+    assert [r["jobs_arrived"] for r in rows] == [2, 0, 1]
+    assert [r["offered_load"] for r in rows] == pytest.approx([(7200 + 3600) / (8 * 3600), 0.0, 14400 / (8 * 3600)])
+    assert [r["busy_share"] for r in rows] == pytest.approx([6 / 8, 0.0, 8 * 1800 / (8 * 3600)])
+
+
+def test_a_run_folder_has_its_load_over_time(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    r = CliRunner().invoke(cli, ["simulate", "--trace", str(MURI), "--cluster", "wang2020", "--max-jobs", "30",
+                                 "--policy", "fifo", "--out", str(out), "--quiet"])
+    assert r.exit_code == 0, r.output
+    lines = (out / "load.csv").read_text().splitlines()
+    assert lines[0] == "start_s,end_s,jobs_arrived,offered_load,busy_share"
+    assert sum(int(x.split(",")[2]) for x in lines[1:]) == 30

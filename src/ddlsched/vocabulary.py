@@ -170,6 +170,13 @@ def markdown() -> str:
         "**Accounting.** `jobs = jobs_completed + jobs_rejected + jobs_unfinished + jobs_skipped` in every "
         "summary; a run that cannot account for a job fails.",
         "",
+        "**Measurement window.** `--warmup` and `--cooldown` (a duration such as `3600`, `30m`, `12h`, `2d`, or a "
+        "job count such as `500jobs`) leave the first and last jobs by arrival out of every per-job metric; those "
+        "jobs still run and load the cluster, and the accounting still counts them. The summary states the window "
+        "(`window_start_s`, `window_end_s`, `jobs_measured`) and the utilisation over it; `makespan_s` and "
+        "`gpu_utilization` stay whole-run. `load.csv` gives the offered load and the busy share per hour (or day, "
+        "week) of the arrival span, so a steady stretch can be told from a burst.",
+        "",
     ]
     return "\n".join(head + table("Per-job records (records.csv)", RECORD_FIELDS)
                      + table("Summary (summary.json)", SUMMARY_FIELDS)

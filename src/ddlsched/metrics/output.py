@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ddlsched.engine.result import SimResult
+from ddlsched.metrics.loadtime import load_over_time
 from ddlsched.metrics.summary import summarize
 from ddlsched.metrics.window import Window
 
@@ -58,6 +59,8 @@ def write_run(result: SimResult, out: Path, *, parquet: bool = False, extra: dic
     write_json(out / "summary.json", summary)
     write_records(out / ("records.parquet" if parquet else "records.csv"), result.records)
     write_timeseries(out / "timeseries.csv", result.timeseries)
+    if result.timeseries.get("time_s"):
+        write_records(out / "load.csv", load_over_time(result.records, result.timeseries, result.cluster.num_gpus))
     if result.rejected:
         write_records(out / "rejected.csv", result.rejected)
     write_json(out / "run.json", {"wall_s": round(result.wall_s, 3), "events": result.events,
