@@ -1,4 +1,4 @@
-"""Network-sensitive scheduling (ALGORITHMS.md §4): sensitivity, delay timers, preemption, tuners, CLI."""
+"""Network-sensitive scheduling (docs/policies/delay-sched.md): sensitivity, delay timers, preemption, tuners, CLI."""
 
 from __future__ import annotations
 

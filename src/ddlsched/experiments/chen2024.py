@@ -1,4 +1,4 @@
-"""``ddlsched reproduce chen2024``: Hare / HLAS on heterogeneous GPUs (ALGORITHMS.md §6.7) [A][I].
+"""``ddlsched reproduce chen2024``: Hare / HLAS on heterogeneous GPUs (docs/policies/hare.md §7) [A][I].
 
 Setup (reconstructed [I]; the paper's exact traces, cluster and baselines are unknown):
 
@@ -85,7 +85,8 @@ def _run(cluster: Cluster, jobs: list[JobSpec], policy: str, seed: int, catalog:
             "unfinished": len(res.unfinished) + len(res.rejected), "events": res.events}
 
 
-@register_reproduction("chen2024", "Hare/HLAS on heterogeneous GPUs vs Gavel/Tiresias/SRTF gang baselines (§6.7)")
+@register_reproduction("chen2024", "Hare/HLAS on heterogeneous GPUs vs Gavel/Tiresias/SRTF gang baselines "
+                                   "(docs/policies/hare.md §7)")
 def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str], None]) -> str:
     from ddlsched.workload.loaders import load_trace
 

@@ -1,4 +1,4 @@
-"""Reproduction of Luo et al. 2024 (SJF-BSBF, GPU sharing; ALGORITHMS.md §5.7).
+"""Reproduction of Luo et al. 2024 (SJF-BSBF, GPU sharing; docs/policies/gpu-sharing.md §7).
 
 Setup: ``n8g8`` (8 servers × 8 A6000 48 GB, 10 GbE), at most two jobs per GPU; physics = ``sharing`` perf model
 (ring max-min network + Gavel-derived pair slowdown ξ, default draw in [1.1, 1.9] for pairs without data,
@@ -58,7 +58,7 @@ def workload(seed: int, n_jobs: int, load_scale: float = 0.5) -> list[JobSpec]:
 
 
 @register_reproduction("luo2024", "Luo et al. 2024: SJF-BSBF GPU sharing vs SJF-FFS, SRTF and Tiresias on n8g8 "
-                                  "with Muri traces (§5)")
+                                  "with Muri traces (docs/policies/gpu-sharing.md)")
 def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str], None]) -> str:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

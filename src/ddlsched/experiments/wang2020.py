@@ -1,7 +1,9 @@
-"""Reproduction of Wang et al. 2020 (LWF-κ, AdaDUAL, Ada-SRSF), ALGORITHMS.md §3.8–§3.9, on the task-level engine.
+"""Reproduction of Wang et al. 2020 (LWF-κ, AdaDUAL, Ada-SRSF), docs/policies/adadual.md §8–§9, on the task-level
+engine.
 
 Setup per seed: ``wang2020`` cluster (16 × 4 V100-32GB, 10 GbE), β = 0.856, η = 0.235 ms/MB (α = 0);
-160 Philly-mix jobs (80/14/26/30/8/2), model uniform over VGG-16/ResNet-50/Inception-v3/LSTM (§3.8 table),
+160 Philly-mix jobs (80/14/26/30/8/2), model uniform over VGG-16/ResNet-50/Inception-v3/LSTM
+(docs/policies/adadual.md §8 table),
 iterations U{1..6}·scale with scale = 10, arrivals uniform in [0, 1200·scale) ms — the authors' code defaults.
 
 Experiments:

@@ -1,10 +1,12 @@
-"""Reproduction of Yu et al. MobiHoc'22 (SJF-BCO), ALGORITHMS.md §2.7–§2.8.
+"""Reproduction of Yu et al. MobiHoc'22 (SJF-BCO), docs/policies/sjf-bco.md §7–§8.
 
 Setup per seed: the ``yu2022`` cluster (20 servers, GPUs/server ~ U{4,8,16,32}, seeded), 160 Philly-mix jobs
 all at t = 0, F_j ~ U{1000..6000} and contention-free τ⁰_j ~ U[0.01, 0.05] s (1 time slot = 1 s), a pair being
-redrawn until ρ̂_j = τ⁰_j·F_j ∈ [50, 300] slots as §2.7 states (rejection sampling, i.e. (τ⁰, F) uniform on
+redrawn until ρ̂_j = τ⁰_j·F_j ∈ [50, 300] slots as docs/policies/sjf-bco.md §7 states (rejection sampling, i.e. (τ⁰,
+F) uniform on
 the part of the rectangle inside that band [I]; the paper gives the three ranges, not how they were drawn).
-Each job gets its own profile so that eq. (8)'s extra terms stay within the paper's "≤ 15 %" [I, §2.7 suggestion]:
+Each job gets its own profile so that eq. (8)'s extra terms stay within the paper's "≤ 15 %" [I,
+docs/policies/sjf-bco.md §7 suggestion]:
 gradient M_j sized so the ring term at the worst contention (k = max O_s) adds 7.5 % of τ⁰_j, and
 ξ2 = 0.075·min τ⁰/max G per server spanned (≤ 7.5 %). ξ1 = 1, α = 0.1, u = 1.15, λ = 1 [I].
 Plans are made with the planner's snapshot estimate; the reported makespan and JCT come from executing the
@@ -35,7 +37,8 @@ from ddlsched.workload.profiles import ModelProfile, default_catalog
 from ddlsched.workload.synthetic import philly_sizes
 
 ALPHA, XI1, EXTRA = 0.1, 1.0, 0.075
-TAU_RANGE, ITER_RANGE, RHO_RANGE = (0.01, 0.05), (1000, 6000), (50.0, 300.0)  # §2.7 [P]; joint draw [I]
+# docs/policies/sjf-bco.md §7 (the paper's ranges); drawing them jointly is ours
+TAU_RANGE, ITER_RANGE, RHO_RANGE = (0.01, 0.05), (1000, 6000), (50.0, 300.0)
 ALGOS = (("sjf-bco", "SJF-BCO"), ("ff", "FF"), ("ls", "LS"), ("rand", "RAND"))
 
 
@@ -63,7 +66,7 @@ def workload(seed: int, cluster: Cluster, n_jobs: int = 160) -> tuple[list[JobSp
         grad_b = EXTRA * tau0 * b_e * w / (2 * (w - 1) * f_max) if w > 1 else 0.0
         name = f"yu{seed}-{i}"
         profiles.append(ModelProfile(name, grad_b / 1e6, tau0 * 1000.0, 1, 1000.0,
-                                     source="yu2022 reproduction (synthetic, §2.7)"))
+                                     source="yu2022 reproduction (synthetic, docs/policies/sjf-bco.md §7)"))
         jobs.append(JobSpec(job_id=f"j{i}", arrival_s=0.0, num_gpus=w, model=name, iterations=float(iters),
                             source=f"yu2022:{seed}:{i}"))
     return jobs, profiles, EXTRA * tau_min / g_max

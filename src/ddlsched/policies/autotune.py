@@ -1,4 +1,5 @@
-"""Auto-tuners for the delay-scheduling timers (ALGORITHMS.md §4.5; the whole section is a reconstruction [I]).
+"""Auto-tuners for the delay-scheduling timers (docs/policies/delay-sched.md §5; the whole section is a
+reconstruction [I]).
 
 * **A — analytic** (``AnalyticTuner``): per-job timer D_j = clamp(ω · T̂_j · σ_j, 0, D_max), T̂_j = remaining
   alone-and-consolidated run time; ω = 0.5, D_max = 7200 s.

@@ -1,10 +1,12 @@
 """Network-sensitive scheduling: delay scheduling for consolidation, network-sensitive preemption, timer
-auto-tuning (ALGORITHMS.md §4.3–§4.5, Sharma et al. 2024) and the §4.7 baselines.
+auto-tuning (docs/policies/delay-sched.md §3–§5, Sharma et al. 2024) and the docs/policies/delay-sched.md §7 baselines.
 
 Everything past the abstract of the paper is a **reconstruction [I]**: the locality levels, the timer rule, the
-victim rule and the tuners follow the reference design of ALGORITHMS.md §4 and every parameter is configurable.
+victim rule and the tuners follow the reference design of docs/policies/delay-sched.md and every parameter is
+configurable.
 
-**Delay scheduling (§4.3).** Pending jobs, in base order (``order``: fifo | sjf | las), each get an allowed
+**Delay scheduling (docs/policies/delay-sched.md §3).** Pending jobs, in base order (``order``: fifo | sjf | las),
+each get an allowed
 level ``ℓ_j = best_level(j) + ⌊wait_j / D_j⌋`` capped at L2 (``D_j = 0`` → L2 at once; ``D_j = ∞`` → never
 relaxed), where ``wait_j`` is the time since arrival or last preemption and ``D_j`` the timer of j's
 sensitivity class (``timer_high`` 1800 s, ``timer_medium`` 300 s, ``timer_low`` 0 s) or of the tuner. The job
@@ -12,7 +14,8 @@ starts on the tightest placement at level ≤ ℓ_j (``locality.tightest``; whil
 level an L1 placement must also use the fewest possible servers) or keeps waiting (no head-of-line
 blocking). The policy asks to be woken (``WakeAt``) exactly when the next pending job's level relaxes.
 
-**Network-sensitive preemption (§4.4)** (``preemption=True``): a pending **high** job whose best level is L0/L1,
+**Network-sensitive preemption (docs/policies/delay-sched.md §4)** (``preemption=True``): a pending **high** job
+whose best level is L0/L1,
 that has waited ≥ ``preempt_wait`` (default: the configured ``timer_high``, never the tuned timer — a tuner that
 drives the high timer to 0 must not make preemption fire without waiting) and has no L0/L1 placement, may evict running
 **low** jobs (and **medium** jobs running at L2) that have been preempted fewer than ``max_preemptions`` (3)
@@ -20,7 +23,8 @@ times. Per server (L0) or rack (L1) the victims are taken fewest GPUs first (the
 lost per GPU), ties → most remaining work; the server/rack with the cheapest set wins. The victims are
 re-placed at once anywhere if GPUs remain (their timer is 0). A high job is never a victim.
 
-**Tuners (§4.5)**: ``autotune`` = analytic (A) | feedback (B) | search (C), see ``policies.autotune``.
+**Tuners (docs/policies/delay-sched.md §5)**: ``autotune`` = analytic (A) | feedback (B) | search (C), see
+``policies.autotune``.
 """
 
 from __future__ import annotations
@@ -246,7 +250,8 @@ class DelayScheduling(Policy):
 
 
 class StrictConsolidation(DelayScheduling):
-    """Strict consolidation (§4.7): always wait for the tightest level (infinite timers), FIFO with backfill,
+    """Strict consolidation (docs/policies/delay-sched.md §7): always wait for the tightest level (infinite timers),
+    FIFO with backfill,
     no preemption (YARN-CS style)."""
 
     description = "strict consolidation: wait for the tightest placement (FIFO, backfill)"
@@ -259,7 +264,8 @@ class StrictConsolidation(DelayScheduling):
 
 
 class ConditionalConsolidation(PlacementStrategy):
-    """Tiresias-style conditional consolidation (§4.7): jobs whose sensitivity class is ``medium`` or
+    """Tiresias-style conditional consolidation (docs/policies/delay-sched.md §7): jobs whose sensitivity class is
+    ``medium`` or
     ``high`` wait for their best level; the others take the first free GPUs. (Tiresias consolidates models
     with skewed tensor sizes; we use the physics-derived class as the criterion [I].)"""
 
@@ -278,7 +284,8 @@ class ConditionalConsolidation(PlacementStrategy):
 
 
 class GandivaPack(Policy):
-    """Gandiva-like packing (§4.7 [I]): FIFO with backfill, no waiting; a job's GPUs are taken from servers
+    """Gandiva-like packing (docs/policies/delay-sched.md §7 [I]): FIFO with backfill, no waiting; a job's GPUs are
+    taken from servers
     that already run jobs of the same size first (Gandiva's affinity), best fit (fewest free GPUs) first,
     spilling over other servers as needed. Gandiva's time-slicing and migration are not modelled."""
 

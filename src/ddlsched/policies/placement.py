@@ -1,11 +1,12 @@
-"""Placement strategies: which GPUs a job gets (ALGORITHMS.md §2.6, §4.3, §4.7; Tiresias/YARN consolidation).
+"""Placement strategies: which GPUs a job gets (docs/policies/sjf-bco.md §6, docs/policies/delay-sched.md §3,
+docs/policies/delay-sched.md §7; Tiresias/YARN consolidation).
 
 Each strategy answers ``place(job, alloc, view) -> list[int] | None`` on a tentative
 :class:`~ddlsched.engine.allocation.Allocation`; ``None`` means "cannot place now".
 
 | name          | rule                                                                                        |
 |---------------|---------------------------------------------------------------------------------------------|
-| first_fit     | lowest-numbered free GPUs, server by server (packs naturally; the "bp" picker of §3.3)       |
+| first_fit     | lowest-numbered free GPUs, server by server (packs; the "bp" picker, docs/policies/adadual.md §3) |
 | consolidated  | one server if any can hold the job (best fit: fewest free GPUs that suffice), else the       |
 |               | fewest servers, inside one rack when possible (most-free servers first)                      |
 | random        | n free GPUs drawn uniformly with the policy's seeded RNG                                     |
