@@ -93,6 +93,16 @@ class SweepConfig(_Strict):
     _lists = field_validator("clusters", "seeds", "max_jobs", "load_scale", "oversubscription", "perf_model",
                              "restart_penalty_s", "plugins", mode="before")(_as_list)
 
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, v: str) -> str:
+        """``name`` becomes a folder under results/sweeps/: one plain folder name, never a path."""
+        if (not v or len(v) > 128 or v.startswith(".") or Path(v).name != v or "\\" in v
+                or any(ord(ch) < 32 or ch in "/\0" for ch in v)):
+            raise ValueError(f"must be a plain folder name (no '/', '\\', leading '.' or control characters; "
+                             f"at most 128 characters), got {v[:60]!r}")
+        return v
+
     @field_validator("policies", mode="before")
     @classmethod
     def _policy_names(cls, v: Any) -> Any:
