@@ -92,6 +92,9 @@ SUMMARY_FIELDS: dict[str, str] = {
                        "GPUs (the same quantity the time series samples as busy_gpus)",
     "offered_load": "Σ over completed jobs of GPUs × ideal_run_s ÷ (cluster GPUs × arrival span): > 1 means "
                     "more work arrives than the cluster could do even with ideal placements",
+    "offered_load_min_quarter": "offered load of the jobs arriving in the quarter of the measured arrival span "
+                                "with the least (a steady window has min ≈ max ≈ offered_load)",
+    "offered_load_max_quarter": "likewise, the quarter with the most",
     "preemptions": "total preemptions",
     "mechanisms": "how often each mechanism of the execution model and of the policy fired (MECHANISMS)",
 }

@@ -148,6 +148,9 @@ def trace_options(f: Any) -> Any:
         click.option("--trace", "trace_path", required=True, type=click.Path(),
                      help="Job trace file, or a folder of trace files loaded as one trace."),
         mapping_options,
+        click.option("--window", default=None, metavar="START:END",
+                     help="Use only the jobs arriving START to END after the first arrival (durations: 3600, 90m, "
+                          "12h, 55d), e.g. a steady stretch of a long trace; applied before --max-jobs."),
         click.option("--max-jobs", type=click.IntRange(min=1), default=None,
                      help="Use only the first N jobs by arrival."),
         click.option("--load-scale", type=finite_float(*LOAD_SCALE_RANGE), default=1.0, show_default=True,
@@ -215,7 +218,7 @@ def load_run_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
         cluster = load_cluster_for(kw["cluster_spec"], seed=kw["seed"])
         w = load_workload_and_models(kw["trace_path"], seed=kw["seed"], fmt=kw["fmt"], options=load_options(kw),
                                      max_jobs=kw["max_jobs"], load_scale=kw["load_scale"], models=kw.get("models"),
-                                     gpu_types=list(cluster.gpu_types))
+                                     gpu_types=list(cluster.gpu_types), window=kw.get("window"))
     except DdlschedError as e:
         raise InputErrorExit(str(e)) from None
     return cluster, w
@@ -239,7 +242,8 @@ def run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, workl
     from ddlsched.metrics.output import write_run
 
     jobs = workload.jobs
-    skipped = workload.trace.skipped if workload.trace is not None and kw["max_jobs"] is None else 0
+    whole = kw["max_jobs"] is None and kw.get("window") is None  # invalid rows count only against the whole trace
+    skipped = workload.trace.skipped if workload.trace is not None and whole else 0
     sim_kw = {"perf_model": kw["perf_model"], "perf_params": parse_kv(kw["perf_param"], "perf-param"),
               "model_params": parse_kv(kw["model_param"], "model-param"),
               "restart_penalty_s": kw["restart_penalty"], "seed": kw["seed"], "catalog": workload.catalog,

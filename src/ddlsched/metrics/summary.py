@@ -42,6 +42,20 @@ def busy_share(ts: dict[str, list[float]], start: float, end: float, num_gpus: i
     return area / (num_gpus * (end - start))
 
 
+def quarter_loads(records: Sequence[dict[str, Any]], num_gpus: int) -> list[float]:
+    """Offered load of the jobs arriving in each quarter of the records' arrival span (empty if the span is 0)."""
+    if not records:
+        return []
+    arrivals = [r["arrival_s"] for r in records]
+    lo, hi = min(arrivals), max(arrivals)
+    if not hi > lo:
+        return []
+    work = [0.0] * 4
+    for r in records:
+        work[min(3, int(4 * (r["arrival_s"] - lo) / (hi - lo)))] += r["num_gpus"] * r["ideal_run_s"]
+    return [w / (num_gpus * (hi - lo) / 4) for w in work]
+
+
 def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]:
     """The summary.json dict of one run (deterministic: no wall-clock figures). Fails if a job is unaccounted.
     Per-job metrics are taken over the jobs that arrived inside ``window`` (``ddlsched.metrics.window``)."""
@@ -84,6 +98,7 @@ def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]
     def share(key: str) -> float:
         return 100.0 * float(col[key].sum()) / run if run > 0 else 0.0
 
+    quarters = quarter_loads(recs, result.cluster.num_gpus)
     ideal = col["ideal_run_s"]
     slowdown = np.divide(col["run_s"], ideal, out=np.ones_like(ideal), where=ideal > 0)
     out.update({
@@ -101,6 +116,8 @@ def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]
         "median_slowdown": _pct(slowdown, 50),
         "gpu_utilization": result.busy_gpu_s / (result.cluster.num_gpus * makespan) if makespan > 0 else math.nan,
         "offered_load": offered_load(recs, result.cluster.num_gpus),
+        "offered_load_min_quarter": min(quarters, default=math.nan),
+        "offered_load_max_quarter": max(quarters, default=math.nan),
         "preemptions": int(sum(r["preemptions"] for r in recs)),
     })
     missing = set(SUMMARY_FIELDS) - set(out)
