@@ -113,5 +113,7 @@ def test_reproduce_quick(tmp_path):
     r = CliRunner().invoke(cli, ["reproduce", "wang2020", "--quick", "--seeds", "0", "--out", str(tmp_path)])
     assert r.exit_code == 0, r.output
     for f in ("placement_lwf_vs_firstfit.csv", "communication_ada_srsf.md", "placement_avg_jct.png",
-              "communication_avg_jct.png", "summary.md"):
+              "communication_avg_jct.png", "adadual_gain.png", "summary.md"):
         assert (tmp_path / f).stat().st_size > 0
+    head = (tmp_path / "summary.md").read_text()
+    assert "Ada-SRSF (LWF-2)" in head and "(paper -20.1 %)" in head and "(paper -36.7 %)" in head

@@ -23,7 +23,7 @@ from ddlsched.metrics.results_dir import find_runs
 ROOT = Path(__file__).resolve().parents[1]
 MURI = str(ROOT / "data/traces/muri/trace1.csv")
 SIM = ["--trace", MURI, "--cluster", "wang2020", "--max-jobs", "25", "--quiet"]
-RUN_FILES = {MANIFEST, "summary.json", "records.csv", "timeseries.csv", "run.json"}
+RUN_FILES = {MANIFEST, "summary.json", "records.csv", "timeseries.csv", "load.csv", "run.json"}
 
 
 ENV = {**os.environ, "COLUMNS": "1000"}  # no line wrapping in messages

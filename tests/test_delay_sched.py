@@ -1,4 +1,4 @@
-"""Network-sensitive scheduling (ALGORITHMS.md §4): sensitivity, delay timers, preemption, tuners, CLI."""
+"""Network-sensitive scheduling (docs/policies/delay-sched.md): sensitivity, delay timers, preemption, tuners, CLI."""
 
 from __future__ import annotations
 
@@ -139,3 +139,59 @@ def test_reproduce_sharma_quick(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     for f in ("runs.csv", "summary.csv", "summary.md", "avg_jct.png", "makespan.png", "comm_overhead.png"):
         assert (tmp_path / f).stat().st_size > 0
+
+
+def test_search_tuner_keeps_its_timers_when_every_candidate_ties() -> None:
+    """1-GPU jobs always get their best level, so every timer scores the same: the tuner used to break the tie
+    towards the smallest grid point and drove both timers to 0."""
+    from ddlsched.policies.autotune import SearchTuner
+
+    assert SearchTuner().grid == (0.0, 60.0, 300.0, 900.0, 1800.0, 3600.0)
+    jobs = [JobSpec(f"j{i}", 100.0 * i, 1, "vgg16", iterations=3000.0) for i in range(24)]
+    pol = DelayScheduling(autotune="search", tuner_params={"window_s": 600.0})
+    run(jobs, pol)
+    assert pol.tuner.history and pol.tuner.replays > 0
+    assert all((h, m) == (1800.0, 300.0) for _, h, m in pol.tuner.history)
+
+
+def test_search_tuner_replays_from_the_current_occupancy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replays start with the jobs running at the tuning instant on their GPUs (they used to replay the
+    window on an empty cluster); the score counts the replayed jobs only."""
+    import ddlsched.engine.run as engine_run
+
+    seen: list[list[str]] = []
+    real = engine_run.run_simulation
+
+    def spy(cluster, specs, policy, cfg, **kw):  # type: ignore[no-untyped-def]
+        seen.append([s.job_id for s in specs])
+        return real(cluster, specs, policy, cfg, **kw)
+
+    monkeypatch.setattr(engine_run, "run_simulation", spy)
+    jobs = [JobSpec(f"j{i}", 100.0 * i, [1, 2, 4, 3][i % 4], ["vgg16", "resnet18"][i % 2], iterations=3000.0)
+            for i in range(24)]
+    pol = DelayScheduling(autotune="search", tuner_params={"window_s": 600.0, "grid": [0.0, 300.0]})
+    run(jobs, pol)
+    assert seen and any(any(j.startswith("running:") for j in ids) for ids in seen)
+    off = DelayScheduling(autotune="search", tuner_params={"window_s": 600.0, "grid": [0.0, 300.0],
+                                                           "occupancy": False})
+    seen.clear()
+    run(jobs, off)
+    assert seen and not any(j.startswith("running:") for ids in seen for j in ids)
+
+
+def test_preemption_waits_the_configured_timer_even_when_a_tuner_zeroes_it() -> None:
+    pol = DelayScheduling(autotune="feedback")
+    pol.timers["high"] = 0.0  # what a tuner may do
+    assert pol._preempt_wait() == 1800.0
+    assert DelayScheduling(preempt_wait=60.0)._preempt_wait() == 60.0
+
+
+def test_delay_scheduling_counts_its_mechanisms() -> None:
+    jobs = [JobSpec(f"j{i}", 50.0 * i, [1, 2, 4, 3][i % 4], ["vgg16", "resnet18"][i % 2], iterations=2000.0)
+            for i in range(16)]
+    pol = DelayScheduling()
+    res = run_simulation(two_servers(), jobs, pol, SimConfig(perf_model="sharing"))
+    mech = res.mechanisms
+    assert mech["best_level_placements"] + mech["relaxed_placements"] == mech["starts"]
+    assert mech["best_level_placements"] > 0
+    assert "network_preemptions" in mech

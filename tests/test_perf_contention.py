@@ -1,4 +1,4 @@
-"""Hand-computed checks of the sjf_bco (Yu 2022 eq. 8) and abe (Wang 2020 §3.2) physics."""
+"""Hand-computed checks of the sjf_bco (Yu 2022 eq. 8) and abe (Wang 2020 docs/policies/adadual.md §2) physics."""
 
 import json
 from importlib import resources

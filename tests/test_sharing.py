@@ -1,4 +1,4 @@
-"""GPU sharing (ALGORITHMS.md §5): share test, sub-batch search, sharing physics, memory, policies, CLI."""
+"""GPU sharing (docs/policies/gpu-sharing.md): share test, sub-batch search, sharing physics, memory, policies, CLI."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Audit of SJF-BSBF (ALGORITHMS.md §5.3–§5.4): hand-computed engine timing of a shared pair and placement rules."""
+"""Audit of SJF-BSBF (docs/policies/gpu-sharing.md §3–§4): hand-computed engine timing of a shared pair and placement
+rules."""
 
 from __future__ import annotations
 

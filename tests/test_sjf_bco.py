@@ -1,4 +1,5 @@
-"""SJF-BCO planner (Yu 2022 §2.4–2.6): packing rules, bisection feasibility, failed κ-runs, CLI, reproduce."""
+"""SJF-BCO planner (Yu 2022 docs/policies/sjf-bco.md §4–§6): packing rules, bisection feasibility, failed κ-runs,
+CLI, reproduce."""
 
 from pathlib import Path
 
@@ -112,7 +113,8 @@ def test_reproduce_quick(tmp_path):
 
 
 def test_yu2022_job_times_follow_section_2_7():
-    """§2.7: τ_j ∈ [0.01, 0.05], F_j ∈ [1000, 6000], ρ̂_j = τ_j·F_j ∈ [50, 300]; extra time ≤ 15 % at worst."""
+    """docs/policies/sjf-bco.md §7: τ_j ∈ [0.01, 0.05], F_j ∈ [1000, 6000], ρ̂_j = τ_j·F_j ∈ [50, 300]; extra time ≤
+    15 % at worst."""
     from ddlsched.cluster.presets import yu2022 as yu_cluster
     from ddlsched.experiments.yu2022 import ALPHA, XI1, workload
     from ddlsched.perf.base import Placement

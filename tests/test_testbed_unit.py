@@ -25,7 +25,7 @@ def test_replay_staggered_jobs_by_hand():
     c = one_rack()
     a = JobRun("a", (0, 2, 4, 6), 8.0, 5)
     b = JobRun("b", (1, 3, 5, 7), 8.0, 2, start_s=1.0)
-    iso = 2 * 3 / 4 * 8e6 / (0.1 * GBIT)  # 0.96 s per all-reduce alone (§1.5)
+    iso = 2 * 3 / 4 * 8e6 / (0.1 * GBIT)  # 0.96 s per all-reduce alone (docs/physics.md §2)
     p = predict(c, [a, b], "maxmin")
     assert p["b"].comm_s == pytest.approx(2 * iso)
     assert p["b"].jct_s == pytest.approx(4 * iso)

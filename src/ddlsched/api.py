@@ -132,9 +132,10 @@ def simulate(trace: str | Path | Trace | Sequence[JobSpec], cluster: str | Path 
              policy_params: dict[str, Any] | None = None, perf_model: str | None = None,
              perf_params: dict[str, Any] | None = None, model_params: dict[str, Any] | None = None,
              restart_penalty_s: float | None = None, seed: int = 0, max_jobs: int | None = None,
-             load_scale: float = 1.0, trace_format: str | None = None, trace_options: dict[str, Any] | None = None,
-             models: str | Path | None = None, catalog: ModelCatalog | None = None, plugins: Iterable[str] = (),
-             timeseries: bool = True, progress: Callable[[float, int, int], None] | None = None) -> Result:
+             load_scale: float = 1.0, window: str | None = None, trace_format: str | None = None,
+             trace_options: dict[str, Any] | None = None, models: str | Path | None = None,
+             catalog: ModelCatalog | None = None, plugins: Iterable[str] = (), timeseries: bool = True,
+             progress: Callable[[float, int, int], None] | None = None) -> Result:
     """Simulate ``policy`` on ``trace`` (a path, a loaded :class:`Trace`, or JobSpecs) and ``cluster`` (a preset,
     a cluster file, or a :class:`Cluster`). Options mirror ``ddlsched simulate``'s flags."""
     from ddlsched.engine.run import SimConfig, run_simulation
@@ -151,14 +152,15 @@ def simulate(trace: str | Path | Trace | Sequence[JobSpec], cluster: str | Path 
         from ddlsched.workload.inputs import load_workload_and_models
 
         w = load_workload_and_models(trace, seed=seed, fmt=trace_format, options=trace_options, max_jobs=max_jobs,
-                                     load_scale=load_scale, models=models, gpu_types=list(c.gpu_types))
+                                     load_scale=load_scale, models=models, gpu_types=list(c.gpu_types),
+                                     window=window)
         jobs, notes, label = w.jobs, w.notes, w.label
         catalog = catalog or w.catalog
-        if w.trace is not None and max_jobs is None:
+        if w.trace is not None and max_jobs is None and window is None:
             skipped = w.trace.skipped
     else:
-        if trace_format or trace_options or models:
-            raise ConfigError("trace_format/trace_options/models apply to a trace path only", field="trace")
+        if trace_format or trace_options or models or window:
+            raise ConfigError("trace_format/trace_options/models/window apply to a trace path only", field="trace")
         if isinstance(trace, Trace):
             jobs, notes, label, skipped = list(trace.jobs), list(trace.notes), trace.path, trace.skipped
         else:

@@ -65,11 +65,16 @@ SUMMARY_FIELDS: dict[str, str] = {
     "jobs_rejected": "jobs refused as impossible on this cluster (see rejected.csv)",
     "jobs_unfinished": "jobs still pending or running when the simulation stopped",
     "jobs_skipped": "invalid trace rows skipped by the loader (--skip-invalid)",
+    "window_start_s": "start of the measurement window (trace time): the first arrival, or later by --warmup",
+    "window_end_s": "end of the measurement window: the last arrival, or earlier by --cooldown",
+    "jobs_measured": "completed jobs that arrived inside the window; every per-job metric below is over them",
+    "gpu_utilization_window": "time-average of busy GPUs over the measurement window ÷ cluster GPUs (NaN when "
+                              "no time series was recorded)",
     "avg_jct_s": "mean JCT over completed jobs",
     "median_jct_s": "median JCT over completed jobs",
     "p95_jct_s": "95th-percentile JCT (linear interpolation) over completed jobs",
     "p99_jct_s": "99th-percentile JCT (linear interpolation) over completed jobs",
-    "makespan_s": "last finish − first arrival over completed jobs",
+    "makespan_s": "last finish − first arrival over all completed jobs (the whole run, whatever the window)",
     "avg_queueing_s": "mean queue_s over completed jobs",
     "avg_run_s": "mean run_s over completed jobs",
     "avg_comm_s": "mean comm_s over completed jobs",
@@ -83,10 +88,13 @@ SUMMARY_FIELDS: dict[str, str] = {
     "restart_pct": "100 · Σ restart_s / Σ run_s",
     "median_slowdown": "median over completed jobs of run_s / ideal_run_s (1 = every job ran as if alone, "
                        "consolidated, on its fastest GPUs)",
-    "gpu_utilization": "time-average of GPUs held by at least one job, over the makespan, ÷ cluster GPUs "
-                       "(the same quantity the time series samples as busy_gpus)",
+    "gpu_utilization": "time-average of GPUs held by at least one job, over the makespan (whole run), ÷ cluster "
+                       "GPUs (the same quantity the time series samples as busy_gpus)",
     "offered_load": "Σ over completed jobs of GPUs × ideal_run_s ÷ (cluster GPUs × arrival span): > 1 means "
                     "more work arrives than the cluster could do even with ideal placements",
+    "offered_load_min_quarter": "offered load of the jobs arriving in the quarter of the measured arrival span "
+                                "with the least (a steady window has min ≈ max ≈ offered_load)",
+    "offered_load_max_quarter": "likewise, the quarter with the most",
     "preemptions": "total preemptions",
     "mechanisms": "how often each mechanism of the execution model and of the policy fired (MECHANISMS)",
 }
@@ -104,6 +112,11 @@ MECHANISMS: dict[str, str] = {
     "switches": "rounds: task switches that paid the switching overhead",
     "leases": "rounds: gang leases granted (Start)",
     "revocations": "rounds: gang leases revoked (Preempt)",
+    "best_level_placements": "delay scheduling: starts at the job's best (tightest possible) locality level",
+    "relaxed_placements": "delay scheduling: starts at a looser level than the best, after the job's timer ran out",
+    "network_preemptions": "delay scheduling: running jobs evicted to consolidate a waiting high-sensitivity job",
+    "timer_updates": "delay scheduling with a tuner: tuning rounds that set the class timers",
+    "tuner_replays": "delay scheduling, search tuner: replays simulated to score candidate timers",
 }
 
 TIMESERIES_FIELDS: dict[str, str] = {
@@ -159,6 +172,13 @@ def markdown() -> str:
         "",
         "**Accounting.** `jobs = jobs_completed + jobs_rejected + jobs_unfinished + jobs_skipped` in every "
         "summary; a run that cannot account for a job fails.",
+        "",
+        "**Measurement window.** `--warmup` and `--cooldown` (a duration such as `3600`, `30m`, `12h`, `2d`, or a "
+        "job count such as `500jobs`) leave the first and last jobs by arrival out of every per-job metric; those "
+        "jobs still run and load the cluster, and the accounting still counts them. The summary states the window "
+        "(`window_start_s`, `window_end_s`, `jobs_measured`) and the utilisation over it; `makespan_s` and "
+        "`gpu_utilization` stay whole-run. `load.csv` gives the offered load and the busy share per hour (or day, "
+        "week) of the arrival span, so a steady stretch can be told from a burst.",
         "",
     ]
     return "\n".join(head + table("Per-job records (records.csv)", RECORD_FIELDS)

@@ -148,6 +148,9 @@ def trace_options(f: Any) -> Any:
         click.option("--trace", "trace_path", required=True, type=click.Path(),
                      help="Job trace file, or a folder of trace files loaded as one trace."),
         mapping_options,
+        click.option("--window", default=None, metavar="START:END",
+                     help="Use only the jobs arriving START to END after the first arrival (durations: 3600, 90m, "
+                          "12h, 55d), e.g. a steady stretch of a long trace; applied before --max-jobs."),
         click.option("--max-jobs", type=click.IntRange(min=1), default=None,
                      help="Use only the first N jobs by arrival."),
         click.option("--load-scale", type=finite_float(*LOAD_SCALE_RANGE), default=1.0, show_default=True,
@@ -163,6 +166,11 @@ def trace_options(f: Any) -> Any:
                      help="Seconds lost on every restart after a preemption (0 to 1e9; fluid model; default 30)."),
         click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=0, show_default=True,
                      help="Seed for every random choice."),
+        click.option("--warmup", default=None, metavar="DURATION|Njobs",
+                     help="Leave the jobs arriving in the first DURATION (3600, 30m, 12h, 2d) or the first N jobs "
+                          "(500jobs) out of the per-job metrics; they still run (docs/metrics.md)."),
+        click.option("--cooldown", default=None, metavar="DURATION|Njobs",
+                     help="Likewise for the jobs arriving in the last DURATION or the last N jobs."),
         click.option("--parquet", is_flag=True, help="Write records as Parquet instead of CSV."),
         click.option("--quiet", is_flag=True, help="No progress bar."),
     ]
@@ -205,14 +213,26 @@ def load_run_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
     from ddlsched.experiments.runner import load_cluster_for
     from ddlsched.workload.inputs import load_workload_and_models
 
+    measurement_window(kw)  # a bad --warmup/--cooldown fails before anything is loaded or simulated
     try:
         cluster = load_cluster_for(kw["cluster_spec"], seed=kw["seed"])
         w = load_workload_and_models(kw["trace_path"], seed=kw["seed"], fmt=kw["fmt"], options=load_options(kw),
                                      max_jobs=kw["max_jobs"], load_scale=kw["load_scale"], models=kw.get("models"),
-                                     gpu_types=list(cluster.gpu_types))
+                                     gpu_types=list(cluster.gpu_types), window=kw.get("window"))
     except DdlschedError as e:
         raise InputErrorExit(str(e)) from None
     return cluster, w
+
+
+def measurement_window(kw: dict[str, Any]) -> Any:
+    """The :class:`~ddlsched.metrics.window.Window` of ``--warmup``/``--cooldown`` (checked before simulating)."""
+    from ddlsched.errors import DdlschedError
+    from ddlsched.metrics.window import Window
+
+    try:
+        return Window.parse(kw.get("warmup"), kw.get("cooldown"))
+    except DdlschedError as e:
+        raise InputErrorExit(str(e)) from None
 
 
 def run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, workload: Any, kw: dict[str, Any],
@@ -222,7 +242,8 @@ def run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, workl
     from ddlsched.metrics.output import write_run
 
     jobs = workload.jobs
-    skipped = workload.trace.skipped if workload.trace is not None and kw["max_jobs"] is None else 0
+    whole = kw["max_jobs"] is None and kw.get("window") is None  # invalid rows count only against the whole trace
+    skipped = workload.trace.skipped if workload.trace is not None and whole else 0
     sim_kw = {"perf_model": kw["perf_model"], "perf_params": parse_kv(kw["perf_param"], "perf-param"),
               "model_params": parse_kv(kw["model_param"], "model-param"),
               "restart_penalty_s": kw["restart_penalty"], "seed": kw["seed"], "catalog": workload.catalog,
@@ -240,7 +261,8 @@ def run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, workl
     else:
         result = simulate_run(policy_name, policy_params, cluster, jobs, **sim_kw)
     summary = write_run(result, out, parquet=kw["parquet"],
-                        extra={"trace": str(kw["trace_path"]), "load_scale": kw["load_scale"]})
+                        extra={"trace": str(kw["trace_path"]), "load_scale": kw["load_scale"]},
+                        window=measurement_window(kw))
     if result.rejected:
         err_console.print(f"[yellow]warning:[/] {len(result.rejected)} job(s) rejected as impossible on "
                           f"{cluster.name} (see {(shown_as or out) / 'rejected.csv'}); "

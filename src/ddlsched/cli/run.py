@@ -7,6 +7,7 @@ each run is written beside its place and renamed in with a ``manifest.json`` wri
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +76,9 @@ def simulate(policy: str, policy_param: tuple[str, ...], out: str, overwrite: bo
         summary = run_one(policy, params, cluster, w, kw, st.tmp, shown_as=Path(out))
         # ---
         st.commit("run", run_inputs(kw, str(summary.get("policy", policy)), params))
-    console.print(f"{cluster.describe()}; {len(jobs)} jobs; offered load {summary.get('offered_load', 0):.2f}")
+    console.print(f"{cluster.describe()}; {len(jobs)} jobs; {_load_text(summary)}")
     console.print(summary_table([summary], f"{policy} on {cluster.name}"))
+    _window_note(summary)
     console.print(f"results in {out}/")
     _maybe_report(make_report, out)
 
@@ -126,9 +128,9 @@ def compare(policies: str, out: str, overwrite: bool, resume: bool, make_report:
                 err_console.print(f"done: {f} ({rows[-1]['_wall_s']:.1f} s wall)")
             pause_for_test("policy-done")
         target.finish(shared)
-    load = rows[0].get("offered_load") or 0.0
-    console.print(f"{cluster.describe()}; {len(jobs)} jobs; offered load {load:.2f}")
+    console.print(f"{cluster.describe()}; {len(jobs)} jobs; {_load_text(rows[0])}")
     console.print(summary_table(rows, f"policies on {cluster.name}"))
+    _window_note(rows[0])
     note = mixed_models_note(rows)
     if note:
         _note(note)
@@ -177,3 +179,29 @@ def _maybe_report(make_report: bool, out: str) -> None:
         from ddlsched.metrics.report import write_report
 
         console.print(f"report: {write_report(out)}")
+
+
+def _window_note(summary: dict) -> None:
+    """Say which jobs the per-job metrics are over when --warmup/--cooldown left some out."""
+    if summary.get("jobs_measured") != summary.get("jobs_completed"):
+        console.print(f"per-job metrics over the {summary['jobs_measured']} of {summary['jobs_completed']} completed "
+                      f"jobs arriving in [{summary['window_start_s']:.0f}, {summary['window_end_s']:.0f}] s "
+                      f"(--warmup/--cooldown); GPU util over that window "
+                      f"{summary['gpu_utilization_window']:.2f}, over the whole run {summary['gpu_utilization']:.2f}")
+
+
+def _load_text(summary: dict) -> str:
+    """'offered load 0.83 (quarters of the arrival window 0.79–0.85)', and a warning when it is not steady."""
+    load, lo, hi = (summary.get(k) for k in ("offered_load", "offered_load_min_quarter", "offered_load_max_quarter"))
+    if not isinstance(load, float) or math.isnan(load):
+        return "offered load n/a"
+    if math.isinf(load):
+        return "offered load ∞ (every job arrives at one instant)"
+    text = f"offered load {load:.2f}"
+    if isinstance(lo, float) and isinstance(hi, float) and not math.isnan(lo):
+        text += f" (quarters of the arrival window {lo:.2f}–{hi:.2f})"
+        if hi > 2 * lo:
+            err_console.print(f"[yellow]warning:[/] the offered load varies more than 2× over the arrival window "
+                              f"({lo:.2f}–{hi:.2f} by quarter): the averages mix a burst with a lull; see load.csv, "
+                              "or pick a steady --window")
+    return text

@@ -1,16 +1,21 @@
-"""Named cluster presets (ALGORITHMS.md §2.7, §3.2, §4.2, §6.2; ARCHITECTURE.md "Load decides ...").
+"""Named cluster presets (docs/policies/sjf-bco.md §7, docs/policies/adadual.md §2, docs/policies/delay-sched.md §2,
+docs/policies/hare.md §2; docs/physics.md §10).
 
-| preset        | what                                                                      | source         |
-|---------------|---------------------------------------------------------------------------|----------------|
-| wang2020      | 16 servers × 4 V100-32GB, 10 GbE, one switch                              | §3.2 [C]       |
-| yu2022        | 20 servers, GPUs/server ~ U{4,8,16,32} drawn with the seed, 10 GbE        | §2.7 [P]; NIC [I] |
-| rack256       | 4 racks × 8 servers × 8 GPUs, 25 Gb/s NICs, 4:1 rack uplink oversubscription | §4.2 [I]   |
-| philly512     | 8 racks × 8 servers × 8 GPUs, 25 Gb/s, 2:1 (≈73 % offered load for Philly) | [I]           |
-| philly2048    | 32 racks × 8 servers × 8 GPUs, 25 Gb/s, 2:1                                | [I]            |
-| philly8192    | 128 racks × 8 servers × 8 GPUs, 25 Gb/s, 2:1 (scaling benchmark)           | [I]            |
-| hetero        | 4 GPU types (V100, P100, T4, K80) × 8 GPUs: 8 servers × 4 GPUs, 10 GbE     | §6.2 [I]       |
-| gavel_hetero  | 3 racks: 36 V100, 36 P100, 36 K80 servers-of-4, 10 GbE                     | Gavel-style [I] |
-| n8g8          | Muri/SJF-BSBF simulation cluster: 8 servers × 8 GPUs (48 GB), 10 GbE       | §5.2, §5.7 [C] |
+| preset       | what                                                                    | source (docs/...)      |
+|--------------|-------------------------------------------------------------------------|------------------------|
+| wang2020     | 16 servers × 4 V100-32GB, 10 GbE, one switch                            | policies/adadual.md §2 |
+| yu2022       | 20 servers, GPUs/server ~ U{4,8,16,32} drawn with the seed, 10 GbE      | policies/sjf-bco.md §7 |
+| rack256      | 4 racks × 8 servers × 8 GPUs, 25 Gb/s NICs, 4:1 rack uplinks            | delay-sched.md §2 [I]  |
+| philly512    | 8 racks × 8 servers × 8 GPUs, 25 Gb/s, 2:1                              | assumption [I]         |
+| philly2048   | 32 racks × 8 servers × 8 GPUs, 25 Gb/s, 2:1                             | assumption [I]         |
+| philly8192   | 128 racks × 8 servers × 8 GPUs, 25 Gb/s, 2:1 (scaling benchmark)        | assumption [I]         |
+| hetero       | 4 GPU types (V100, P100, T4, K80) × 8 GPUs: 8 servers × 4 GPUs, 10 GbE  | policies/hare.md §2    |
+| gavel_hetero | 3 racks: 36 V100, 36 P100, 36 K80 servers-of-4, 10 GbE                  | Gavel-style [I]        |
+| n8g8         | Muri/SJF-BSBF simulation cluster: 8 servers × 8 GPUs (48 GB), 10 GbE    | gpu-sharing.md §2, §7  |
+
+Sources: `docs/policies/adadual.md` §2, `docs/policies/sjf-bco.md` §7 (the NIC speed is ours),
+`docs/policies/delay-sched.md` §2, `docs/policies/hare.md` §2, `docs/policies/gpu-sharing.md` §2 and §7;
+[I] = our assumption (docs/physics.md §10).
 
 GPU speeds here are per-type defaults relative to V100; model-specific speed-ups from profiles
 override them (see ``ddlsched.workload.profiles``).

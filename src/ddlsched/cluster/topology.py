@@ -1,6 +1,6 @@
 """Cluster topology: GPU types → GPUs → servers → racks, and the links a ring all-reduce crosses.
 
-The network is a two-level tree (ALGORITHMS.md §1.1, §4.2):
+The network is a two-level tree (docs/physics.md §1, docs/policies/delay-sched.md §2):
 
 * every GPU has an intra-server egress link (NVLink/PCIe), used by ring hops between GPUs of one server;
 * every server has a full-duplex NIC: a transmit link and a receive link;

@@ -1,4 +1,4 @@
-"""The task-DAG execution model (Wang et al. 2020's system model; docs/policies/wang2020.md) — paper scale.
+"""The task-DAG execution model (Wang et al. 2020's system model; docs/policies/adadual.md) — paper scale.
 
 Every iteration of a job runs a forward then a backward compute task on each of its workers; once *all* workers
 have finished backward, one all-reduce of the whole gradient (M MB) runs, then the next iteration starts.

@@ -1,4 +1,4 @@
-"""``ddlsched reproduce chen2024``: Hare / HLAS on heterogeneous GPUs (ALGORITHMS.md §6.7) [A][I].
+"""``ddlsched reproduce chen2024``: Hare / HLAS on heterogeneous GPUs (docs/policies/hare.md §7) [A][I].
 
 Setup (reconstructed [I]; the paper's exact traces, cluster and baselines are unknown):
 
@@ -21,7 +21,6 @@ Headline target [A]: HLAS ≈ 2.94× better average JCT than the best baseline.
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any
 from ddlsched.cluster.presets import GPU_TYPES, load_cluster
 from ddlsched.cluster.topology import Cluster, ServerSpec
 from ddlsched.engine import SimConfig, run_simulation
+from ddlsched.experiments.figures import plot_bars, plot_lines, seed_stats, write_csv
 from ddlsched.experiments.registry import register_reproduction
 from ddlsched.metrics.summary import summarize
 from ddlsched.policies import make_policy
@@ -85,18 +85,8 @@ def _run(cluster: Cluster, jobs: list[JobSpec], policy: str, seed: int, catalog:
             "unfinished": len(res.unfinished) + len(res.rejected), "events": res.events}
 
 
-def _mean(xs: list[float]) -> float:
-    return sum(xs) / len(xs) if xs else math.nan
-
-
-def _std(xs: list[float]) -> float:
-    if len(xs) < 2:
-        return 0.0
-    m = _mean(xs)
-    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
-
-
-@register_reproduction("chen2024", "Hare/HLAS on heterogeneous GPUs vs Gavel/Tiresias/SRTF gang baselines (§6.7)")
+@register_reproduction("chen2024", "Hare/HLAS on heterogeneous GPUs vs Gavel/Tiresias/SRTF gang baselines "
+                                   "(docs/policies/hare.md §7)")
 def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str], None]) -> str:
     from ddlsched.workload.loaders import load_trace
 
@@ -119,12 +109,9 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
                 rows.append({"experiment": exp, "cluster": cluster.name, "load": load, "seed": seed,
                              "policy": pol, **r})
             progress(f"chen2024: {exp} {cluster.name} load {load} seed {seed} done")
-    with (out_dir / "runs.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(out_dir / "runs.csv", rows)
 
-    # aggregate: per (cluster, load, policy) mean ± std of avg JCT; gain = best baseline / policy (per seed)
+    # aggregate: per (cluster, load, policy) mean and 95 % t-CI of avg JCT; gain = best baseline / policy (per seed)
     configs = sorted({(r["cluster"], r["load"]) for r in rows}, key=lambda c: (c[0], c[1]))
     table: list[dict[str, Any]] = []
     for cname, load in configs:
@@ -133,19 +120,19 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
                      for s in seeds}
         for pol in POLICIES:
             pr = [r for r in sub if r["policy"] == pol]
-            jcts = [r["avg_jct_s"] for r in pr]
+            jct_h = [r["avg_jct_s"] / 3600 for r in pr]
             gains = [best_base[r["seed"]] / r["avg_jct_s"] for r in pr]
+            mean, half, _, _ = seed_stats(jct_h)
             table.append({"cluster": cname, "load": load, "policy": pol,
-                          "avg_jct_h": round(_mean(jcts) / 3600, 3), "std_h": round(_std(jcts) / 3600, 3),
-                          "gain_vs_best_baseline": round(_mean(gains), 3),
-                          "unfinished": sum(r["unfinished"] for r in pr)})
-    with (out_dir / "summary.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(table[0]), lineterminator="\n")
-        w.writeheader()
-        w.writerows(table)
-    md = ["| cluster | load | policy | avg JCT (h), mean ± std over seeds | gain vs best baseline |",
+                          "avg_jct_h": round(mean, 3), "ci95_h": round(half, 3),
+                          "gain_vs_best_baseline": round(seed_stats(gains)[0], 3),
+                          "unfinished": sum(r["unfinished"] for r in pr), "jct_h_per_seed": jct_h,
+                          "gain_per_seed": gains})
+    write_csv(out_dir / "summary.csv", [{k: v for k, v in t.items() if not k.endswith("_per_seed")} for t in table])
+    md = ["| cluster | load | policy | avg JCT (h), mean ± 95 % t-CI over seeds | gain vs best baseline |",
           "|---|---|---|---|---|"]
-    md += [f"| {t['cluster']} | {t['load']} | {t['policy']} | {t['avg_jct_h']:.3f} ± {t['std_h']:.3f} | "
+    md += [f"| {t['cluster']} | {t['load']} | {t['policy']} | {t['avg_jct_h']:.3f} ± "
+           f"{'–' if math.isnan(t['ci95_h']) else format(t['ci95_h'], '.3f')} | "
            f"{t['gain_vs_best_baseline']:.2f}× |" for t in table]
     md.append("")
     md.append(f"{n_jobs} Philly jobs per seed, seeds {seeds}; paper [A]: ≈{PAPER_GAIN}× better average JCT than "
@@ -162,46 +149,19 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
 
 
 def _plots(out_dir: Path, table: list[dict[str, Any]]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     main = [t for t in table if t["cluster"] == "hetero" and t["load"] == 1.0]
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    ax.bar([t["policy"] for t in main], [t["avg_jct_h"] for t in main], yerr=[t["std_h"] for t in main],
-           color=["tab:red" if t["policy"] in ("hlas", "hare-offline") else "tab:gray" for t in main])
-    ax.set_ylabel("average JCT (h)")
-    ax.set_title("hetero cluster (V100/P100/T4/K80 × 8), load 1.0")
-    ax.tick_params(axis="x", rotation=30)
-    fig.tight_layout()
-    fig.savefig(out_dir / "avg_jct.png", dpi=120)
-    plt.close(fig)
+    plot_bars(out_dir / "avg_jct.png", [t["policy"] for t in main], {"avg JCT": [t["jct_h_per_seed"] for t in main]},
+              "average JCT (h)", "hetero cluster (V100/P100/T4/K80 × 8), load 1.0")
+    pols = ("hlas", "hare-offline", "hare-gang")
     loads = sorted({t["load"] for t in table if t["cluster"] == "hetero"})
     if len(loads) > 1:
-        fig, ax = plt.subplots(figsize=(5, 3.5))
-        for pol in ("hlas", "hare-offline", "hare-gang"):
-            ys = [next(t["gain_vs_best_baseline"] for t in table
-                       if t["cluster"] == "hetero" and t["load"] == ld and t["policy"] == pol) for ld in loads]
-            ax.plot(loads, ys, marker="o", label=pol)
-        ax.axhline(1.0, color="gray", lw=0.8)
-        ax.set_xlabel("offered load")
-        ax.set_ylabel("gain vs best baseline (×)")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(out_dir / "gain_vs_load.png", dpi=120)
-        plt.close(fig)
+        series = {p: [next(t["gain_per_seed"] for t in table if t["cluster"] == "hetero" and t["load"] == ld
+                           and t["policy"] == p) for ld in loads] for p in pols}
+        plot_lines(out_dir / "gain_vs_load.png", loads, series, "offered load", "gain vs best baseline (×)",
+                   "gain vs load (hetero cluster)", categorical=True, paper={"HLAS": [PAPER_GAIN] * len(loads)})
     clusters = [c for c in ("32xV100", "16xV100+16xK80", "hetero") if any(t["cluster"] == c for t in table)]
     if len(clusters) > 1:
-        fig, ax = plt.subplots(figsize=(5, 3.5))
-        for pol in ("hlas", "hare-offline", "hare-gang"):
-            ys = [next(t["gain_vs_best_baseline"] for t in table
-                       if t["cluster"] == c and t["load"] == 1.0 and t["policy"] == pol) for c in clusters]
-            ax.plot(clusters, ys, marker="o", label=pol)
-        ax.axhline(1.0, color="gray", lw=0.8)
-        ax.set_ylabel("gain vs best baseline (×)")
-        ax.set_title("load 1.0")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(out_dir / "gain_vs_heterogeneity.png", dpi=120)
-        plt.close(fig)
+        series = {p: [next(t["gain_per_seed"] for t in table if t["cluster"] == c and t["load"] == 1.0
+                           and t["policy"] == p) for c in clusters] for p in pols}
+        plot_lines(out_dir / "gain_vs_heterogeneity.png", clusters, series, "cluster",
+                   "gain vs best baseline (×)", "gain vs heterogeneity, load 1.0", categorical=True)

@@ -1,4 +1,4 @@
-"""Reproduction of Luo et al. 2024 (SJF-BSBF, GPU sharing; ALGORITHMS.md §5.7).
+"""Reproduction of Luo et al. 2024 (SJF-BSBF, GPU sharing; docs/policies/gpu-sharing.md §7).
 
 Setup: ``n8g8`` (8 servers × 8 A6000 48 GB, 10 GbE), at most two jobs per GPU; physics = ``sharing`` perf model
 (ring max-min network + Gavel-derived pair slowdown ξ, default draw in [1.1, 1.9] for pairs without data,
@@ -28,7 +28,8 @@ from typing import Any
 from ddlsched.cluster import load_cluster
 from ddlsched.cluster.presets import GPU_TYPES
 from ddlsched.cluster.topology import Cluster, ServerSpec
-from ddlsched.experiments._table import aggregate, bar_plot, hours, markdown, pct, run_one, write_csv
+from ddlsched.experiments.figures import aggregate, hours, markdown, pct, plot_bars, write_csv
+from ddlsched.experiments.grid import METRICS, run_one
 from ddlsched.experiments.registry import register_reproduction
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.loaders import load_trace
@@ -57,7 +58,7 @@ def workload(seed: int, n_jobs: int, load_scale: float = 0.5) -> list[JobSpec]:
 
 
 @register_reproduction("luo2024", "Luo et al. 2024: SJF-BSBF GPU sharing vs SJF-FFS, SRTF and Tiresias on n8g8 "
-                                  "with Muri traces (§5)")
+                                  "with Muri traces (docs/policies/gpu-sharing.md)")
 def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str], None]) -> str:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -71,8 +72,8 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
             for p in POLICIES:
                 rows.append({"network": net, **run_one(cluster, jobs, p, params, seed)})
             progress(f"luo2024: {net} seed {seed} done")
-    write_csv(out_dir / "runs.csv", rows)
-    agg = aggregate(rows, ("network", "policy"))
+    write_csv(out_dir / "runs.csv", [{k: v for k, v in r.items() if k != "mechanisms"} for r in rows])
+    agg = aggregate(rows, ("network", "policy"), METRICS)
     by = {(r["network"], r["policy"]): r for r in agg}
     for r in agg:
         for base, tag in (("tiresias-700", "tiresias"), ("sjf-ffs", "ffs")):
@@ -101,7 +102,7 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
     names = list(POLICIES)
     for m, label in (("avg_jct_s", "average JCT (h)"), ("p99_jct_s", "99th-percentile JCT (h)"),
                      ("makespan_s", "makespan (h)")):
-        bar_plot(out_dir / f"{m.removesuffix('_s')}.png", names,
-                 {net: [by[(net, p)][m] / 3600 for p in names] for net in NETWORKS},
-                 label, f"luo2024: {label}, Muri traces on n8g8")
+        plot_bars(out_dir / f"{m.removesuffix('_s')}.png", names,
+                  {net: [[r[m] / 3600 for r in rows if r["network"] == net and r["policy"] == p] for p in names]
+                   for net in NETWORKS}, label, f"luo2024: {label}, Muri traces on n8g8")
     return md + "\n" + md2

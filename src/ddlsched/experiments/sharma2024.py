@@ -1,9 +1,12 @@
-"""Reproduction of Sharma et al. 2024 (network-sensitive scheduling; ALGORITHMS.md §4.8, a reconstruction [I]).
+"""Reproduction of Sharma et al. 2024 (network-sensitive scheduling; docs/policies/delay-sched.md §8, a
+reconstruction [I]).
 
 Setup: ``rack256`` (4 racks × 8 servers × 8 GPUs, 25 Gb/s, 4:1 uplinks) under two network settings:
 *nominal* (congestion 1) and *congested* (``sharing`` perf model with ``congestion`` = 2 for multi-server rings
-and ``rack_congestion`` = 2 on top for cross-rack rings, i.e. c = 2 / 4 — background traffic, §4.2 [I]).
-Workload per seed: ``n_jobs`` jobs with the Philly job-size mix of §1.3 (``philly_mix``: 50 % 1-GPU, up to
+and ``rack_congestion`` = 2 on top for cross-rack rings, i.e. c = 2 / 4 — background traffic,
+docs/policies/delay-sched.md §2 [I]).
+Workload per seed: ``n_jobs`` jobs with the Philly job-size mix of docs/policies/sjf-bco.md §7 (``philly_mix``: 50 %
+1-GPU, up to
 32 GPUs), models uniform from the Muri model mix (4 network-sensitive: vgg16, vgg19, bert, gpt2; 4 insensitive:
 resnet18, shufflenet, a2c, dqn), iterations uniform in [2000, 20000], Poisson arrivals scaled to an offered load
 of ``target_load`` (1.0). (A window of the real Philly trace was tried first: 97 % of its jobs use one GPU, so
@@ -20,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ddlsched.cluster import load_cluster
-from ddlsched.experiments._table import aggregate, bar_plot, hours, markdown, pct, run_one, write_csv
+from ddlsched.experiments.figures import aggregate, hours, markdown, pct, plot_bars, write_csv
+from ddlsched.experiments.grid import METRICS, run_one
 from ddlsched.experiments.registry import register_reproduction
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.profiles import default_catalog
@@ -37,7 +41,8 @@ SETTINGS = {"nominal": {}, "congested": {"congestion": 2.0, "rack_congestion": 2
 
 def workload(seed: int, n_jobs: int, *, target_load: float = 1.0,
              iterations: tuple[int, int] = (2000, 20000), num_gpus: int = 256) -> list[JobSpec]:
-    """The Philly job-size mix (§1.3) with the Muri model mix, Poisson arrivals scaled to ``target_load``
+    """The Philly job-size mix (docs/policies/sjf-bco.md §7) with the Muri model mix, Poisson arrivals scaled to
+    ``target_load``
     (work estimated as GPUs × iterations × 1-GPU compute time)."""
     jobs = philly_mix(n_jobs, seed=seed, rate_per_s=1.0 / 60.0, models=tuple(MIX), iterations=iterations).jobs
     cat = default_catalog()
@@ -47,7 +52,7 @@ def workload(seed: int, n_jobs: int, *, target_load: float = 1.0,
 
 
 @register_reproduction("sharma2024", "Sharma et al. 2024: delay scheduling vs consolidation on rack256, "
-                                     "nominal and congested network (§4)")
+                                     "nominal and congested network (docs/policies/delay-sched.md)")
 def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str], None]) -> str:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -64,8 +69,8 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
                 r["setting"] = setting
                 rows.append(r)
             progress(f"sharma2024: seed {seed} {setting} done")
-    write_csv(out_dir / "runs.csv", rows)
-    agg = aggregate(rows, ("setting", "policy"))
+    write_csv(out_dir / "runs.csv", [{k: v for k, v in r.items() if k != "mechanisms"} for r in rows])
+    agg = aggregate(rows, ("setting", "policy"), METRICS)
     for setting in SETTINGS:
         ours = {r["policy"]: r for r in agg if r["setting"] == setting}
         ref = [ours[c] for c in CONSOLIDATION if c in ours]
@@ -89,7 +94,7 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
     names = list(policies)
     for m, label in (("avg_jct_s", "average JCT (h)"), ("makespan_s", "makespan (h)"),
                      ("comm_overhead_s", "communication overhead per job (h)")):
-        series = {s: [next(r[m] for r in agg if r["setting"] == s and r["policy"] == p) / 3600 for p in names]
+        series = {s: [[r[m] / 3600 for r in rows if r["setting"] == s and r["policy"] == p] for p in names]
                   for s in SETTINGS}
-        bar_plot(out_dir / f"{m.removesuffix('_s')}.png", names, series, label, f"sharma2024: {label}, rack256")
+        plot_bars(out_dir / f"{m.removesuffix('_s')}.png", names, series, label, f"sharma2024: {label}, rack256")
     return md

@@ -1,10 +1,12 @@
-"""Reproduction of Yu et al. MobiHoc'22 (SJF-BCO), ALGORITHMS.md §2.7–§2.8.
+"""Reproduction of Yu et al. MobiHoc'22 (SJF-BCO), docs/policies/sjf-bco.md §7–§8.
 
 Setup per seed: the ``yu2022`` cluster (20 servers, GPUs/server ~ U{4,8,16,32}, seeded), 160 Philly-mix jobs
 all at t = 0, F_j ~ U{1000..6000} and contention-free τ⁰_j ~ U[0.01, 0.05] s (1 time slot = 1 s), a pair being
-redrawn until ρ̂_j = τ⁰_j·F_j ∈ [50, 300] slots as §2.7 states (rejection sampling, i.e. (τ⁰, F) uniform on
+redrawn until ρ̂_j = τ⁰_j·F_j ∈ [50, 300] slots as docs/policies/sjf-bco.md §7 states (rejection sampling, i.e. (τ⁰,
+F) uniform on
 the part of the rectangle inside that band [I]; the paper gives the three ranges, not how they were drawn).
-Each job gets its own profile so that eq. (8)'s extra terms stay within the paper's "≤ 15 %" [I, §2.7 suggestion]:
+Each job gets its own profile so that eq. (8)'s extra terms stay within the paper's "≤ 15 %" [I,
+docs/policies/sjf-bco.md §7 suggestion]:
 gradient M_j sized so the ring term at the worst contention (k = max O_s) adds 7.5 % of τ⁰_j, and
 ξ2 = 0.075·min τ⁰/max G per server spanned (≤ 7.5 %). ξ1 = 1, α = 0.1, u = 1.15, λ = 1 [I].
 Plans are made with the planner's snapshot estimate; the reported makespan and JCT come from executing the
@@ -25,7 +27,7 @@ from typing import Any
 from ddlsched.cluster.presets import yu2022 as yu_cluster
 from ddlsched.cluster.topology import Cluster
 from ddlsched.engine import SimConfig, run_simulation
-from ddlsched.experiments._tables import plot_bars, plot_lines, stats, write_table
+from ddlsched.experiments.figures import plot_bars, plot_lines, seed_stats, write_table
 from ddlsched.experiments.registry import register_reproduction
 from ddlsched.metrics.summary import summarize
 from ddlsched.perf.sjf_bco import degradation
@@ -35,7 +37,8 @@ from ddlsched.workload.profiles import ModelProfile, default_catalog
 from ddlsched.workload.synthetic import philly_sizes
 
 ALPHA, XI1, EXTRA = 0.1, 1.0, 0.075
-TAU_RANGE, ITER_RANGE, RHO_RANGE = (0.01, 0.05), (1000, 6000), (50.0, 300.0)  # §2.7 [P]; joint draw [I]
+# docs/policies/sjf-bco.md §7 (the paper's ranges); drawing them jointly is ours
+TAU_RANGE, ITER_RANGE, RHO_RANGE = (0.01, 0.05), (1000, 6000), (50.0, 300.0)
 ALGOS = (("sjf-bco", "SJF-BCO"), ("ff", "FF"), ("ls", "LS"), ("rand", "RAND"))
 
 
@@ -63,7 +66,7 @@ def workload(seed: int, cluster: Cluster, n_jobs: int = 160) -> tuple[list[JobSp
         grad_b = EXTRA * tau0 * b_e * w / (2 * (w - 1) * f_max) if w > 1 else 0.0
         name = f"yu{seed}-{i}"
         profiles.append(ModelProfile(name, grad_b / 1e6, tau0 * 1000.0, 1, 1000.0,
-                                     source="yu2022 reproduction (synthetic, §2.7)"))
+                                     source="yu2022 reproduction (synthetic, docs/policies/sjf-bco.md §7)"))
         jobs.append(JobSpec(job_id=f"j{i}", arrival_s=0.0, num_gpus=w, model=name, iterations=float(iters),
                             source=f"yu2022:{seed}:{i}"))
     return jobs, profiles, EXTRA * tau_min / g_max
@@ -90,26 +93,27 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
     n_jobs = 20 if quick else 160
     servers_sweep = [12] if quick else list(range(10, 21))
     lams = [1, 2] if quick else [1, 2, 4, 8]
-    text: list[str] = [f"yu2022 reproduction: {n_jobs} jobs, seeds {seeds}; mean ± std over seeds (1 slot = 1 s)\n"]
+    text: list[str] = [f"yu2022 reproduction: {n_jobs} jobs, seeds {seeds}; "
+                      "mean, 95 % t-CI half-width, min and max over seeds (1 slot = 1 s)\n"]
 
     # Fig. 4
     rows, bars = [], {}
     for algo, label in ALGOS:
         res = [run_one(s, algo, horizon=1200, n_jobs=n_jobs) for s in seeds]
         progress(f"yu2022 fig4 {label} done")
-        ms, ja = stats([r["makespan"] for r in res]), stats([r["avg_jct"] for r in res])
-        bars[label] = (ms, ja)
-        rows.append([label, ms[0], ms[1], ms[2], ms[3], ja[0], ja[1], stats([r["plan_makespan"] for r in res])[0],
-                     sum(r["feasible"] for r in res), stats([r["overhead_pct"] for r in res])[0]])
-    text.append(write_table(out_dir, "fig4_makespan_jct", ["algorithm", "makespan_mean", "makespan_std",
+        ms, ja = seed_stats([r["makespan"] for r in res]), seed_stats([r["avg_jct"] for r in res])
+        bars[label] = ([r["makespan"] for r in res], [r["avg_jct"] for r in res])
+        rows.append([label, ms[0], ms[1], ms[2], ms[3], ja[0], ja[1], seed_stats([r["plan_makespan"] for r in res])[0],
+                     sum(r["feasible"] for r in res), seed_stats([r["overhead_pct"] for r in res])[0]])
+    text.append(write_table(out_dir, "fig4_makespan_jct", ["algorithm", "makespan_mean", "makespan_ci95",
                                                            "makespan_min", "makespan_max", "avg_jct_mean",
-                                                           "avg_jct_std", "planned_makespan_mean",
+                                                           "avg_jct_ci95", "planned_makespan_mean",
                                                            "plans_within_T", "contention_overhead_pct"],
                             rows, "Fig. 4: makespan and average JCT (T = 1200)"))
-    plot_bars(out_dir / "fig4_makespan.png", list(bars), [v[0][0] for v in bars.values()],
-              [v[0][1] for v in bars.values()], "makespan (slots)", "Fig. 4 makespan (mean ± std)")
-    plot_bars(out_dir / "fig4_avg_jct.png", list(bars), [v[1][0] for v in bars.values()],
-              [v[1][1] for v in bars.values()], "avg JCT (slots)", "Fig. 4 average JCT (mean ± std)")
+    plot_bars(out_dir / "fig4_makespan.png", list(bars), {"makespan": [v[0] for v in bars.values()]},
+              "makespan (slots)", "Fig. 4: makespan by algorithm")
+    plot_bars(out_dir / "fig4_avg_jct.png", list(bars), {"avg JCT": [v[1] for v in bars.values()]},
+              "avg JCT (slots)", "Fig. 4: average JCT by algorithm")
 
     # Fig. 5: makespan vs κ
     per_seed: dict[int, dict[int, float]] = {}
@@ -125,41 +129,40 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
             per_seed[s][k] = cur  # type: ignore[assignment]
         progress(f"yu2022 fig5 seed {s} done")
     ks = list(range(1, 33))
-    st5 = [stats([per_seed[s][k] for s in seeds]) for k in ks]
-    text.append(write_table(out_dir, "fig5_makespan_vs_kappa", ["kappa", "makespan_mean", "makespan_std",
+    st5 = [seed_stats([per_seed[s][k] for s in seeds]) for k in ks]
+    text.append(write_table(out_dir, "fig5_makespan_vs_kappa", ["kappa", "makespan_mean", "makespan_ci95",
                                                                 "makespan_min", "makespan_max"],
                             [[k, *st] for k, st in zip(ks, st5, strict=True)], "Fig. 5: makespan vs κ (T = 1200)"))
-    plot_lines(out_dir / "fig5_makespan_vs_kappa.png", ks, {"SJF-BCO": ([x[0] for x in st5], [x[1] for x in st5])},
-               "κ", "makespan (slots)", "Fig. 5 makespan vs κ")
+    plot_lines(out_dir / "fig5_makespan_vs_kappa.png", ks, {"SJF-BCO": [[per_seed[s][k] for s in seeds] for k in ks]},
+               "κ", "makespan (slots)", "Fig. 5: makespan vs κ", categorical=True)
 
     # Fig. 6: vs #servers
     rows6, series6 = [], {}
     for algo, label in ALGOS[:3]:
-        means, sds = [], []
+        per_n = []
         for n in servers_sweep:
-            st = stats([run_one(s, algo, horizon=1500, num_servers=n, n_jobs=n_jobs)["makespan"] for s in seeds])
-            means.append(st[0])
-            sds.append(st[1])
-            rows6.append([label, n, *st])
-        series6[label] = (means, sds)
+            vals = [run_one(s, algo, horizon=1500, num_servers=n, n_jobs=n_jobs)["makespan"] for s in seeds]
+            per_n.append(vals)
+            rows6.append([label, n, *seed_stats(vals)])
+        series6[label] = per_n
         progress(f"yu2022 fig6 {label} done")
     text.append(write_table(out_dir, "fig6_makespan_vs_servers", ["algorithm", "servers", "makespan_mean",
-                                                                  "makespan_std", "makespan_min", "makespan_max"],
+                                                                  "makespan_ci95", "makespan_min", "makespan_max"],
                             rows6, "Fig. 6: makespan vs number of servers (T = 1500)"))
     plot_lines(out_dir / "fig6_makespan_vs_servers.png", servers_sweep, series6, "servers", "makespan (slots)",
-               "Fig. 6 makespan vs #servers")
+               "Fig. 6: makespan vs number of servers")
 
     # Fig. 7: vs λ at κ = 1
-    st7 = [stats([run_one(s, "sjf-bco", horizon=1200, kappa=1, lam=lam, n_jobs=n_jobs)["makespan"] for s in seeds])
-           for lam in lams]
+    per7 = [[run_one(s, "sjf-bco", horizon=1200, kappa=1, lam=lam, n_jobs=n_jobs)["makespan"] for s in seeds]
+            for lam in lams]
+    st7 = [seed_stats(v) for v in per7]
     progress("yu2022 fig7 done")
-    text.append(write_table(out_dir, "fig7_makespan_vs_lambda", ["lambda", "makespan_mean", "makespan_std",
+    text.append(write_table(out_dir, "fig7_makespan_vs_lambda", ["lambda", "makespan_mean", "makespan_ci95",
                                                                  "makespan_min", "makespan_max"],
                             [[lam, *st] for lam, st in zip(lams, st7, strict=True)],
                             "Fig. 7: makespan vs λ (κ = 1, T = 1200)"))
-    plot_lines(out_dir / "fig7_makespan_vs_lambda.png", lams, {"SJF-BCO κ=1": ([x[0] for x in st7],
-                                                                              [x[1] for x in st7])},
-               "λ", "makespan (slots)", "Fig. 7 makespan vs λ", logx=True)
+    plot_lines(out_dir / "fig7_makespan_vs_lambda.png", lams, {"SJF-BCO κ=1": per7},
+               "λ", "makespan (slots)", "Fig. 7: makespan vs λ (κ = 1)", categorical=True)
     summary = "\n".join(text)
     (out_dir / "summary.md").write_text(summary)
     return summary

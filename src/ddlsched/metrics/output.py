@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ddlsched.engine.result import SimResult
+from ddlsched.metrics.loadtime import load_over_time
 from ddlsched.metrics.summary import summarize
+from ddlsched.metrics.window import Window
 
 
 def _clean(v: Any) -> Any:
@@ -47,16 +49,18 @@ def write_timeseries(path: Path, ts: dict[str, list[float]]) -> None:
             w.writerow([repr(x) if isinstance(x, float) else x for x in row])
 
 
-def write_run(result: SimResult, out: Path, *, parquet: bool = False, extra: dict[str, Any] | None = None
-              ) -> dict[str, Any]:
-    """Write every file of one run under ``out``; return the summary."""
+def write_run(result: SimResult, out: Path, *, parquet: bool = False, extra: dict[str, Any] | None = None,
+              window: Window | None = None) -> dict[str, Any]:
+    """Write every file of one run under ``out``; return the summary (per-job metrics over ``window``)."""
     out.mkdir(parents=True, exist_ok=True)
-    summary = summarize(result)
+    summary = summarize(result, window)
     if extra:
         summary.update(extra)
     write_json(out / "summary.json", summary)
     write_records(out / ("records.parquet" if parquet else "records.csv"), result.records)
     write_timeseries(out / "timeseries.csv", result.timeseries)
+    if result.timeseries.get("time_s"):
+        write_records(out / "load.csv", load_over_time(result.records, result.timeseries, result.cluster.num_gpus))
     if result.rejected:
         write_records(out / "rejected.csv", result.rejected)
     write_json(out / "run.json", {"wall_s": round(result.wall_s, 3), "events": result.events,

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from ddlsched.engine.result import SimResult
-from ddlsched.errors import SimulationError
+from ddlsched.errors import InputError, SimulationError
+from ddlsched.metrics.window import Window
 from ddlsched.vocabulary import CAUSES, SUMMARY_FIELDS
 
 
@@ -27,9 +28,44 @@ def offered_load(records: Sequence[dict[str, Any]], num_gpus: int) -> float:
     return work / (num_gpus * span) if span > 0 else math.inf
 
 
-def summarize(result: SimResult) -> dict[str, Any]:
-    """The summary.json dict of one run (deterministic: no wall-clock figures). Fails if a job is unaccounted."""
-    recs = result.records
+def busy_share(ts: dict[str, list[float]], start: float, end: float, num_gpus: int) -> float:
+    """Time-average of busy GPUs over [start, end] from the (step) time series, ÷ cluster GPUs."""
+    times, busy = ts.get("time_s") or [], ts.get("busy_gpus") or []
+    if not times or not end > start:
+        return math.nan
+    area = 0.0
+    for i, t0 in enumerate(times):
+        t1 = times[i + 1] if i + 1 < len(times) else math.inf
+        lo, hi = max(t0, start), min(t1, end)
+        if hi > lo:
+            area += busy[i] * (hi - lo)
+    return area / (num_gpus * (end - start))
+
+
+def quarter_loads(records: Sequence[dict[str, Any]], num_gpus: int) -> list[float]:
+    """Offered load of the jobs arriving in each quarter of the records' arrival span (empty if the span is 0)."""
+    if not records:
+        return []
+    arrivals = [r["arrival_s"] for r in records]
+    lo, hi = min(arrivals), max(arrivals)
+    if not hi > lo:
+        return []
+    work = [0.0] * 4
+    for r in records:
+        work[min(3, int(4 * (r["arrival_s"] - lo) / (hi - lo)))] += r["num_gpus"] * r["ideal_run_s"]
+    return [w / (num_gpus * (hi - lo) / 4) for w in work]
+
+
+def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]:
+    """The summary.json dict of one run (deterministic: no wall-clock figures). Fails if a job is unaccounted.
+    Per-job metrics are taken over the jobs that arrived inside ``window`` (``ddlsched.metrics.window``)."""
+    window = window or Window()
+    all_recs = result.records
+    start, end = window.bounds([r["arrival_s"] for r in all_recs])
+    recs = all_recs if window.empty else [r for r in all_recs if start <= r["arrival_s"] <= end]
+    if all_recs and not recs:
+        raise InputError(f"the measurement window [{start:g}, {end:g}] s holds no completed job "
+                         "(shorten --warmup/--cooldown)", field="--warmup")
     out: dict[str, Any] = {
         "policy": result.policy,
         "execution_model": result.execution_model,
@@ -38,13 +74,15 @@ def summarize(result: SimResult) -> dict[str, Any]:
         "perf_model": result.perf_model,
         "seed": result.seed,
         "jobs": result.jobs,
-        "jobs_completed": len(recs),
+        "jobs_completed": len(all_recs),
         "jobs_rejected": len(result.rejected),
         "jobs_unfinished": len(result.unfinished),
         "jobs_skipped": result.skipped,
     }
     if out["jobs"] != out["jobs_completed"] + out["jobs_rejected"] + out["jobs_unfinished"] + out["jobs_skipped"]:
         raise SimulationError("job accounting does not close")
+    out["window_start_s"], out["window_end_s"], out["jobs_measured"] = start, end, len(recs)
+    out["gpu_utilization_window"] = busy_share(result.timeseries, start, end, result.cluster.num_gpus)
     keys = [k for k in SUMMARY_FIELDS if k not in out and k != "mechanisms"]
     out["mechanisms"] = dict(result.mechanisms)
     if not recs:
@@ -54,12 +92,13 @@ def summarize(result: SimResult) -> dict[str, Any]:
     col = {k: np.array([r[k] for r in recs], dtype=float) for k in ("jct_s", "queue_s", "run_s", "comm_s",
                                                                    "comm_overhead_s", "ideal_run_s", *CAUSES)}
     jct = col["jct_s"]
-    makespan = max(r["finish_s"] for r in recs) - min(r["arrival_s"] for r in recs)
+    makespan = max(r["finish_s"] for r in all_recs) - min(r["arrival_s"] for r in all_recs)  # the whole run
     run = float(col["run_s"].sum())
 
     def share(key: str) -> float:
         return 100.0 * float(col[key].sum()) / run if run > 0 else 0.0
 
+    quarters = quarter_loads(recs, result.cluster.num_gpus)
     ideal = col["ideal_run_s"]
     slowdown = np.divide(col["run_s"], ideal, out=np.ones_like(ideal), where=ideal > 0)
     out.update({
@@ -77,6 +116,8 @@ def summarize(result: SimResult) -> dict[str, Any]:
         "median_slowdown": _pct(slowdown, 50),
         "gpu_utilization": result.busy_gpu_s / (result.cluster.num_gpus * makespan) if makespan > 0 else math.nan,
         "offered_load": offered_load(recs, result.cluster.num_gpus),
+        "offered_load_min_quarter": min(quarters, default=math.nan),
+        "offered_load_max_quarter": max(quarters, default=math.nan),
         "preemptions": int(sum(r["preemptions"] for r in recs)),
     })
     missing = set(SUMMARY_FIELDS) - set(out)

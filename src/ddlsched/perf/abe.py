@@ -1,4 +1,4 @@
-"""Ada-SRSF's per-NIC contention model (Wang et al. 2020; ALGORITHMS.md §3.2) for the fluid engine.
+"""Ada-SRSF's per-NIC contention model (Wang et al. 2020; docs/policies/adadual.md §2) for the fluid engine.
 
 A multi-server job's all-reduce of M MB occupies the NIC of every server it spans. With k concurrent
 transfers on its busiest NIC, the transfer runs at speed(k) = 1 / ((k − 1)·η + k·β) MB/ms, so it takes

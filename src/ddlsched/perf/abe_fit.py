@@ -1,4 +1,4 @@
-"""Least-squares fit of Ada-SRSF's β and η to the authors' measured contention table (ALGORITHMS.md §3.2).
+"""Least-squares fit of Ada-SRSF's β and η to the authors' measured contention table (docs/policies/adadual.md §2).
 
 Model: t_k(M) = M·(kβ + (k − 1)η) ms. The fit minimises the squared *relative* error
 Σ ((t_model − t_measured)/t_measured)² over all 18 cells of ``results_avg.csv`` (3 message sizes ×
@@ -19,7 +19,7 @@ import json
 import numpy as np
 
 # Mean per-job all-reduce latency (ms) of k concurrent OSU MPI jobs, from HKBU-HPML/dl-scheduling
-# offline/network_contention/results_avg.csv as reproduced in ALGORITHMS.md §3.2 [C].
+# offline/network_contention/results_avg.csv as reproduced in docs/policies/adadual.md §2 [C].
 MEASURED_K = (1, 2, 3, 4, 8, 16)
 MEASURED_MS: dict[float, tuple[float, ...]] = {
     10.0: (144, 219, 336, 406, 829, 1574),
@@ -54,7 +54,7 @@ def fit_beta_eta(table: dict[float, tuple[float, ...]] = MEASURED_MS,
         "fit": "relative least squares of t = M(k*beta + (k-1)*eta) over all cells, no intercept, eta >= 0",
         "unconstrained_beta_ms_per_mb": round(float(beta_u), 6),
         "unconstrained_eta_ms_per_mb": round(float(eta_u), 6),
-        "source": "HKBU-HPML/dl-scheduling offline/network_contention/results_avg.csv (ALGORITHMS.md 3.2)",
+        "source": "HKBU-HPML/dl-scheduling offline/network_contention/results_avg.csv (docs/policies/adadual.md §2)",
         "rms_residual_ms": round(float(np.sqrt(np.mean(resid ** 2))), 3),
         "rms_relative_error": round(float(np.sqrt(np.mean((resid / b) ** 2))), 4),
         "residuals_ms": [{"message_mb": m, "k": k, "measured_ms": t, "model_ms": round(float(p), 2),

@@ -3,9 +3,10 @@
 A perf model is *incremental*: the engine tells it when a job is placed (:meth:`PerfModel.add`) and when it
 leaves (:meth:`PerfModel.remove`); each call returns the new :class:`IterationTime` of every job whose time
 changed (the added job included). Models keep a resource → jobs index so a change only touches the jobs
-connected to it (ARCHITECTURE.md "Speed budget").
+connected to it (docs/physics.md §9).
 
-Iteration time = compute + communication, with no overlap (ALGORITHMS.md §1.2, §2.2 eq. 8, §3.2):
+Iteration time = compute + communication, with no overlap (docs/physics.md §1, docs/policies/sjf-bco.md §2 eq. 8,
+docs/policies/adadual.md §2):
 
 * compute: the slowest worker paces the ring, ``max_g compute_s / speed(model, type(g))``;
 * communication: model specific (see each module).
@@ -29,7 +30,7 @@ class Placement:
     job_id: str
     gpus: tuple[int, ...]
     profile: ModelProfile
-    accum_steps: int = 1  # gradient-accumulation steps (sub-batch = batch / accum_steps), §5.2
+    accum_steps: int = 1  # gradient-accumulation steps, sub-batch = batch / accum_steps (docs/physics.md §8)
 
     @property
     def num_gpus(self) -> int:
@@ -47,7 +48,7 @@ class IterationTime:
 
 
 def ring_bytes_per_hop(grad_bytes: float, n: int) -> float:
-    """Bytes each ring hop carries in one all-reduce: 2(n−1)/n · M (ALGORITHMS.md §1.5)."""
+    """Bytes each ring hop carries in one all-reduce: 2(n−1)/n · M (docs/physics.md §2)."""
     return 0.0 if n <= 1 else 2.0 * (n - 1) / n * grad_bytes
 
 

@@ -1,4 +1,4 @@
-"""GPU-sharing interference ξ, gradient-accumulation speed g(s) and memory (ALGORITHMS.md §5.2).
+"""GPU-sharing interference ξ, gradient-accumulation speed g(s) and memory (docs/policies/gpu-sharing.md §2).
 
 * **ξ[a][b]** — slowdown of job a's iteration while it shares a GPU with job b (ξ ≥ 1). Looked up in the
   bundled table ``data/profiles/interference.csv``, which is *derived* from Gavel's measured pair throughputs
@@ -8,7 +8,8 @@
   pairs on one GPU only) — a simplification [I].
   The Lucid co-location table (``/work/shared/profiles/lucid``) is **not** used or shipped: its S-Lab licence
   is non-commercial.
-* **Default for pairs without data** [I] (§5.2 suggestion): ``default="draw"`` gives each ordered pair a
+* **Default for pairs without data** [I] (docs/policies/gpu-sharing.md §2 suggestion): ``default="draw"`` gives each
+ordered pair a
   fixed ξ uniform in ``[xi_low, xi_high]`` = [1.1, 1.9], drawn from ``random.Random("xi|a|b")`` (same value
   on every run); ``default="constant"`` uses ``xi_default`` (1.5).
 * ξ is clamped to ``[1, xi_cap]`` (4.0) so a profiled near-zero throughput cannot freeze a job.
@@ -31,14 +32,15 @@ STATIC_SHARE = 0.3
 
 
 def accum_slowdown(steps: int, penalty: float = ACCUM_PENALTY) -> float:
-    """g(s) = 1 + penalty · (s − 1)  (§5.2 [I])."""
+    """g(s) = 1 + penalty · (s − 1)  (docs/policies/gpu-sharing.md §2 [I])."""
     if steps < 1:
         raise ValueError("accumulation steps must be >= 1")
     return 1.0 + penalty * (steps - 1)
 
 
 def accum_mem(mem_mb: float, steps: int, static_share: float = STATIC_SHARE) -> float:
-    """Per-GPU memory with ``steps`` accumulation steps: static part + activations ∝ sub-batch (§5.2 [I])."""
+    """Per-GPU memory with ``steps`` accumulation steps: static part + activations ∝ sub-batch
+    (docs/policies/gpu-sharing.md §2 [I])."""
     if steps < 1:
         raise ValueError("accumulation steps must be >= 1")
     if steps == 1:

@@ -1,4 +1,4 @@
-"""Link-level max-min fair sharing of ring all-reduce traffic on the topology (ours; ALGORITHMS.md §1.5).
+"""Link-level max-min fair sharing of ring all-reduce traffic on the topology (ours; docs/physics.md §2).
 
 Each multi-worker job runs a ring over its GPUs (``Cluster.ring_hops``). One all-reduce sends
 ``V = 2(w−1)/w · M`` bytes over every hop; the ring is step-synchronous, so all hops of job j advance at one

@@ -1,4 +1,4 @@
-"""No contention: every job communicates as if alone on the network (ALGORITHMS.md §1.5).
+"""No contention: every job communicates as if alone on the network (docs/physics.md §2).
 
 comm = 2(w−1)·α + 2(w−1)/w · M / B, with B the slowest link on the ring's path (intra-server egress for a
 job inside one server, the NIC otherwise, a rack uplink across racks), each link taken at full capacity.

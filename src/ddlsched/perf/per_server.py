@@ -1,6 +1,7 @@
 """Shared bookkeeping of the per-server contention models (``abe``, ``sjf_bco``).
 
-Both models count, for each server, the *multi-server* jobs placed on it (ALGORITHMS.md §2.2 eq. 6, §3.2):
+Both models count, for each server, the *multi-server* jobs placed on it (docs/policies/sjf-bco.md §2 eq. 6,
+docs/policies/adadual.md §2):
 a job's contention is the largest such count over its servers (its busiest NIC). When a job starts or
 leaves, only the jobs sharing one of its servers can change, so only they are re-timed.
 """

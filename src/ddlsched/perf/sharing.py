@@ -1,5 +1,5 @@
 """GPU sharing, gradient accumulation and network congestion on top of any network model
-(ALGORITHMS.md §5.2 ξ and g(s); §4.2 congestion factor c).
+(docs/policies/gpu-sharing.md §2 ξ and g(s); docs/policies/delay-sched.md §2 congestion factor c).
 
 ``SharingPerf`` wraps a registered network model (``network``, default ``maxmin``) and rewrites each job's
 iteration time:
@@ -11,7 +11,8 @@ iteration time:
 * ξ_j = max over the jobs k sharing any of j's GPUs of ξ[model_j][model_k] (the slowest worker paces the
   ring), 1 when j shares no GPU (``ddlsched.perf.interference``; ξ scales the whole iteration, as profiled
   pair throughputs do);
-* c_j — network congestion [I] (§4.2 "global congested-network multiplier", emulating background traffic):
+* c_j — network congestion [I] (docs/policies/delay-sched.md §2 "global congested-network multiplier", emulating
+background traffic):
   1 for a job inside one server, ``congestion`` for a job spanning servers of one rack,
   ``congestion · rack_congestion`` for a job spanning racks. Defaults 1 (no congestion).
 

@@ -1,4 +1,4 @@
-"""SJF-BCO's contention model (Yu et al. MobiHoc'22; ALGORITHMS.md §2.2 eqs. 6–8) as an incremental PerfModel.
+"""SJF-BCO's contention model (Yu et al. MobiHoc'22; docs/policies/sjf-bco.md §2 eqs. 6–8) as an incremental PerfModel.
 
 For job j with w_j workers and gradient m_j, placed with y_js GPUs on server s::
 
@@ -29,7 +29,7 @@ from ddlsched.perf.per_server import PerServerContention
 
 
 def degradation(alpha: float, k: float) -> float:
-    """f(α, k) = k + α(k − 1): f(α, 1) = 1, increasing in k (§2.2, the paper's example form)."""
+    """f(α, k) = k + α(k − 1): f(α, 1) = 1, increasing in k (docs/policies/sjf-bco.md §2, the paper's example form)."""
     return k + alpha * (k - 1.0)
 
 

@@ -1,5 +1,5 @@
 """LWF-κ placement, SRSF(n) / AdaDUAL communication admission and Ada-SRSF (Wang et al. 2020;
-docs/policies/wang2020.md). These policies run on the task-DAG execution model (``requirements.model =
+docs/policies/adadual.md). These policies run on the task-DAG execution model (``requirements.model =
 "taskdag"``); one pass returns, in order, the placements (``Start``), the admitted transfers (``Transfer``) and the
 compute task to run on every idle GPU that has one ready (``RunTask``).
 

@@ -1,4 +1,5 @@
-"""Auto-tuners for the delay-scheduling timers (ALGORITHMS.md §4.5; the whole section is a reconstruction [I]).
+"""Auto-tuners for the delay-scheduling timers (docs/policies/delay-sched.md §5; the whole section is a
+reconstruction [I]).
 
 * **A — analytic** (``AnalyticTuner``): per-job timer D_j = clamp(ω · T̂_j · σ_j, 0, D_max), T̂_j = remaining
   alone-and-consolidated run time; ω = 0.5, D_max = 7200 s.
@@ -7,11 +8,13 @@
   its mean slowdown saved (σ · T̂ of the jobs placed at their best level), or by ``down`` (0.8) if its mean
   wait exceeds the saving or the queue grew over the window. A zero timer that must grow starts at ``floor_s``.
 * **C — simulation-in-the-loop search** (``SearchTuner``): every window W (4 h) the jobs that arrived in the
-  last window (at most ``replay_jobs``, the most recent) are replayed with their relative arrivals on an empty
-  copy of the cluster through :class:`ddlsched.engine.Simulator` (same physics), once per grid point; the
-  timers are searched coordinate-wise (high over the grid with medium fixed, then medium), objective average
-  JCT or makespan, and the best point is adopted. Replaying on an *empty* cluster (running jobs left out) is our
-  simplification.
+  last window (at most ``replay_jobs``, the most recent) are replayed with their relative arrivals through the
+  same engine and physics, once per grid point, on the cluster *as it is now*: every running job is started first
+  on its current GPUs with its remaining iterations (``occupancy=True``; ``False`` replays on an empty cluster).
+  The timers are searched coordinate-wise (high over the grid with medium fixed, then medium) over the grid
+  {0, 60, 300, 900, 1800, 3600} s, objective average JCT (or makespan) of the replayed jobs only; a point replaces
+  the current timers only if it scores strictly better (relative 1e-9), so ties keep the current timers instead
+  of drifting to the smallest grid value.
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ import math
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from ddlsched.engine.decisions import Decision, Start
 from ddlsched.engine.jobview import JobView
 from ddlsched.engine.view import SchedulerView
+from ddlsched.policies.base import Policy
 from ddlsched.policies.sensitivity import HIGH, LOW, MEDIUM
 from ddlsched.workload.jobspec import JobSpec
 
@@ -105,11 +110,14 @@ class FeedbackTuner:
 class SearchTuner:
     name = "search"
 
-    def __init__(self, window_s: float = 14400.0, grid: Sequence[float] = (0.0, 300.0, 1800.0, 3600.0),
-                 replay_jobs: int = 60, objective: str = "avg_jct") -> None:
+    def __init__(self, window_s: float = 14400.0, grid: Sequence[float] = (0.0, 60.0, 300.0, 900.0, 1800.0, 3600.0),
+                 replay_jobs: int = 60, objective: str = "avg_jct", occupancy: bool = True) -> None:
         if window_s <= 0 or not grid or replay_jobs < 1 or objective not in ("avg_jct", "makespan"):
             raise ValueError("need window_s > 0, a non-empty grid, replay_jobs >= 1, objective avg_jct|makespan")
+        if min(grid) < 0:
+            raise ValueError("grid timers must be >= 0")
         self.window_s, self.grid, self.replay_jobs, self.objective = window_s, tuple(grid), replay_jobs, objective
+        self.occupancy = bool(occupancy)
         self.reset()
 
     def reset(self) -> None:
@@ -133,20 +141,28 @@ class SearchTuner:
         if len(recent) < 2:
             return
         profiles = {s.model: view.job(s.job_id).profile for s in recent}
+        running = [(r.spec, r.gpus, r.remaining_iters) for r in view.running] if self.occupancy else []
+        profiles.update({r.spec.model: r.profile for r in view.running} if self.occupancy else {})
         best = (policy.timers[HIGH], policy.timers[MEDIUM])
         cache: dict[tuple[float, float], float] = {}
+
+        def score(point: tuple[float, float]) -> float:
+            if point not in cache:
+                cache[point] = self._replay(view, policy, recent, running, profiles, point)
+            return cache[point]
+
+        best_score = score(best)
         for which in (0, 1):
-            scores = []
             for v in self.grid:
                 point = (v, best[1]) if which == 0 else (best[0], v)
-                if point not in cache:
-                    cache[point] = self._replay(view, policy, recent, profiles, point)
-                scores.append((cache[point], point))
-            best = min(scores)[1]
+                sc = score(point)
+                if sc < best_score - 1e-9 * abs(best_score):  # strictly better: ties keep the current timers
+                    best, best_score = point, sc
         policy.timers[HIGH], policy.timers[MEDIUM] = best
         self.history.append((view.now, best[0], best[1]))
 
-    def _replay(self, view: SchedulerView, policy: DelayScheduling, jobs: list[JobSpec], profiles: dict[str, Any],
+    def _replay(self, view: SchedulerView, policy: DelayScheduling, jobs: list[JobSpec],
+                running: list[tuple[JobSpec, tuple[int, ...], float]], profiles: dict[str, Any],
                 point: tuple[float, float]) -> float:
         from dataclasses import replace
 
@@ -154,21 +170,48 @@ class SearchTuner:
 
         self.replays += 1
         t0 = min(s.arrival_s for s in jobs)
-        specs = [replace(s, arrival_s=s.arrival_s - t0) for s in jobs]
+        lead = 1.0 if running else 0.0  # the running jobs start at 0, the replayed window from 1 s on
+        specs = [replace(s, arrival_s=s.arrival_s - t0 + lead) for s in jobs]
+        pinned = {f"running:{s.job_id}": gpus for s, gpus, _ in running}
+        specs += [replace(s, job_id=f"running:{s.job_id}", arrival_s=0.0, iterations=max(left, 1e-9),
+                          duration_s=None) for s, _, left in running]
         name, params = view.physics  # the run's physics: same model and parameters for the replay
         cfg = SimConfig(perf_model=name, perf_params=params, restart_penalty_s=view.restart_penalty_s,
                         record_timeseries=False)
         sub = policy.replay_copy(timer_high=point[0], timer_medium=point[1])
+        if pinned:
+            sub = _Pinned(sub, dict(pinned))
         catalog = default_catalog().with_profiles(profiles.values())
         res = run_simulation(view.cluster, specs, sub, cfg, catalog=catalog)
-        if not res.records:
+        recs = [r for r in res.records if r["job_id"] not in pinned]
+        lost = sum(1 for u in res.unfinished if u not in pinned)
+        if not recs:
             return math.inf
         if self.objective == "makespan":
-            return max(r["finish_s"] for r in res.records) + 1e9 * len(res.unfinished)
-        return sum(r["jct_s"] for r in res.records) / len(res.records) + 1e9 * len(res.unfinished)
+            return max(r["finish_s"] for r in recs) + 1e9 * lost
+        return sum(r["jct_s"] for r in recs) / len(recs) + 1e9 * lost
 
     def timer(self, job: JobView, cls: str, sigma: float, policy: DelayScheduling) -> float:
         return policy.timers[cls]
+
+
+class _Pinned(Policy):
+    """A replay policy that first restarts the jobs running at the tuning instant on their own GPUs, then hands
+    every later decision to the replayed delay-scheduling copy."""
+
+    def __init__(self, inner: Any, pinned: dict[str, tuple[int, ...]]) -> None:
+        self.inner, self.pinned = inner, pinned
+        self.name, self.requirements = inner.name, inner.requirements
+
+    def reset(self) -> None:
+        self.inner.reset()
+
+    def schedule(self, view: SchedulerView) -> Sequence[Decision]:
+        waiting = [j for j in view.pending if j.job_id in self.pinned]
+        if waiting:  # once started they are ordinary jobs (a preempted one is re-placed by the policy)
+            decisions: list[Decision] = [Start(j.job_id, self.pinned.pop(j.job_id)) for j in waiting]
+            return decisions
+        return self.inner.schedule(view)
 
 
 TUNERS: dict[str, type] = {"analytic": AnalyticTuner, "feedback": FeedbackTuner, "search": SearchTuner}

@@ -1,4 +1,4 @@
-"""Baseline policies composed from an ordering and a placement (ARCHITECTURE.md: composed from parts).
+"""Baseline policies composed from an ordering and a placement (docs/policies/baselines.md).
 
 Non-preemptive pass: walk the queue in order and start every job that can be placed; ``backfill=False``
 stops at the first job that cannot (strict head-of-line FIFO), ``backfill=True`` skips it.

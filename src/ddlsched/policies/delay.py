@@ -1,10 +1,12 @@
 """Network-sensitive scheduling: delay scheduling for consolidation, network-sensitive preemption, timer
-auto-tuning (ALGORITHMS.md §4.3–§4.5, Sharma et al. 2024) and the §4.7 baselines.
+auto-tuning (docs/policies/delay-sched.md §3–§5, Sharma et al. 2024) and the docs/policies/delay-sched.md §7 baselines.
 
 Everything past the abstract of the paper is a **reconstruction [I]**: the locality levels, the timer rule, the
-victim rule and the tuners follow the reference design of ALGORITHMS.md §4 and every parameter is configurable.
+victim rule and the tuners follow the reference design of docs/policies/delay-sched.md and every parameter is
+configurable.
 
-**Delay scheduling (§4.3).** Pending jobs, in base order (``order``: fifo | sjf | las), each get an allowed
+**Delay scheduling (docs/policies/delay-sched.md §3).** Pending jobs, in base order (``order``: fifo | sjf | las),
+each get an allowed
 level ``ℓ_j = best_level(j) + ⌊wait_j / D_j⌋`` capped at L2 (``D_j = 0`` → L2 at once; ``D_j = ∞`` → never
 relaxed), where ``wait_j`` is the time since arrival or last preemption and ``D_j`` the timer of j's
 sensitivity class (``timer_high`` 1800 s, ``timer_medium`` 300 s, ``timer_low`` 0 s) or of the tuner. The job
@@ -12,14 +14,17 @@ starts on the tightest placement at level ≤ ℓ_j (``locality.tightest``; whil
 level an L1 placement must also use the fewest possible servers) or keeps waiting (no head-of-line
 blocking). The policy asks to be woken (``WakeAt``) exactly when the next pending job's level relaxes.
 
-**Network-sensitive preemption (§4.4)** (``preemption=True``): a pending **high** job whose best level is L0/L1,
-that has waited ≥ ``preempt_wait`` (default = ``timer_high``) and has no L0/L1 placement, may evict running
+**Network-sensitive preemption (docs/policies/delay-sched.md §4)** (``preemption=True``): a pending **high** job
+whose best level is L0/L1,
+that has waited ≥ ``preempt_wait`` (default: the configured ``timer_high``, never the tuned timer — a tuner that
+drives the high timer to 0 must not make preemption fire without waiting) and has no L0/L1 placement, may evict running
 **low** jobs (and **medium** jobs running at L2) that have been preempted fewer than ``max_preemptions`` (3)
 times. Per server (L0) or rack (L1) the victims are taken fewest GPUs first (the engine's restart penalty is
 lost per GPU), ties → most remaining work; the server/rack with the cheapest set wins. The victims are
 re-placed at once anywhere if GPUs remain (their timer is 0). A high job is never a victim.
 
-**Tuners (§4.5)**: ``autotune`` = analytic (A) | feedback (B) | search (C), see ``policies.autotune``.
+**Tuners (docs/policies/delay-sched.md §5)**: ``autotune`` = analytic (A) | feedback (B) | search (C), see
+``policies.autotune``.
 """
 
 from __future__ import annotations
@@ -88,11 +93,13 @@ class DelayScheduling(Policy):
             raise ValueError(f"autotune must be one of {sorted(TUNERS)} (or A/B/C)")
         self.tuner_params = dict(tuner_params or {})
         self.tuner = TUNERS[self.autotune](**self.tuner_params) if self.autotune else None
+        self._mech = {"best_level_placements": 0, "relaxed_placements": 0, "network_preemptions": 0}
         self._kw = {"order": order, "high": high, "medium": medium, "timer_low": timer_low,
                     "preemption": preemption, "preempt_wait": preempt_wait, "max_preemptions": max_preemptions}
 
     def reset(self) -> None:
         self.timers = dict(self.initial_timers)
+        self._mech = dict.fromkeys(self._mech, 0)
         self.sens.reset()
         if self.tuner is not None:
             self.tuner.reset()
@@ -103,6 +110,17 @@ class DelayScheduling(Policy):
         copy.default_autotune = None
         copy.name = f"{self.name}-replay"
         return copy
+
+    def _preempt_wait(self) -> float:
+        return self.initial_timers[HIGH] if self.preempt_wait is None else self.preempt_wait
+
+    def mechanisms(self) -> dict[str, float]:
+        out: dict[str, float] = dict(self._mech)
+        if self.tuner is not None:
+            out["timer_updates"] = len(getattr(self.tuner, "history", ()))
+            if hasattr(self.tuner, "replays"):
+                out["tuner_replays"] = self.tuner.replays
+        return out
 
     # ------------------------------------------------------------------ helpers
     def timer(self, job: JobView, view: SchedulerView) -> tuple[str, float, float]:
@@ -139,13 +157,14 @@ class DelayScheduling(Policy):
             level = self.allowed_level(best, wait, d)
             got = tightest(alloc.for_mem(job.mem_mb), n, level, cluster, packed=level == best)
             if got is None and self.preemption and cls == HIGH and best <= L1:
-                pw = d if self.preempt_wait is None else self.preempt_wait
+                pw = self._preempt_wait()
                 if wait + _TOL >= pw and tightest(alloc.for_mem(job.mem_mb), n, L1, cluster) is None:
                     got = self._preempt_for(job, best, view, alloc, out, victims_taken)
             if got is not None:
                 gpus, lvl = got
                 alloc.take(gpus)
                 out.append(Start(job.job_id, tuple(gpus)))
+                self._mech["best_level_placements" if lvl <= best else "relaxed_placements"] += 1
                 if self.tuner is not None:
                     self.tuner.placed(job, cls, sigma, lvl <= best, view)
                 continue
@@ -153,7 +172,7 @@ class DelayScheduling(Policy):
                 k = level - best + 1
                 wake = min(wake, view.now + k * d - wait)
             if self.preemption and cls == HIGH and best <= L1:
-                pw = d if self.preempt_wait is None else self.preempt_wait
+                pw = self._preempt_wait()
                 if wait < pw:
                     wake = min(wake, view.now + pw - wait)
         # victims go back anywhere at once (their timer is 0 when they are low)
@@ -226,11 +245,13 @@ class DelayScheduling(Policy):
         for v in chosen:
             taken.add(v.job_id)
             out.append(Preempt(v.job_id))
+            self._mech["network_preemptions"] += 1
         return got
 
 
 class StrictConsolidation(DelayScheduling):
-    """Strict consolidation (§4.7): always wait for the tightest level (infinite timers), FIFO with backfill,
+    """Strict consolidation (docs/policies/delay-sched.md §7): always wait for the tightest level (infinite timers),
+    FIFO with backfill,
     no preemption (YARN-CS style)."""
 
     description = "strict consolidation: wait for the tightest placement (FIFO, backfill)"
@@ -243,7 +264,8 @@ class StrictConsolidation(DelayScheduling):
 
 
 class ConditionalConsolidation(PlacementStrategy):
-    """Tiresias-style conditional consolidation (§4.7): jobs whose sensitivity class is ``medium`` or
+    """Tiresias-style conditional consolidation (docs/policies/delay-sched.md §7): jobs whose sensitivity class is
+    ``medium`` or
     ``high`` wait for their best level; the others take the first free GPUs. (Tiresias consolidates models
     with skewed tensor sizes; we use the physics-derived class as the criterion [I].)"""
 
@@ -262,7 +284,8 @@ class ConditionalConsolidation(PlacementStrategy):
 
 
 class GandivaPack(Policy):
-    """Gandiva-like packing (§4.7 [I]): FIFO with backfill, no waiting; a job's GPUs are taken from servers
+    """Gandiva-like packing (docs/policies/delay-sched.md §7 [I]): FIFO with backfill, no waiting; a job's GPUs are
+    taken from servers
     that already run jobs of the same size first (Gandiva's affinity), best fit (fewest free GPUs) first,
     spilling over other servers as needed. Gandiva's time-slicing and migration are not modelled."""
 

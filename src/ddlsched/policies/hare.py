@@ -1,4 +1,4 @@
-"""Hare (Chen et al., TCC 2024) and its baselines on the task-level engine (ALGORITHMS.md §6.4–6.6) [I].
+"""Hare (Chen et al., TCC 2024) and its baselines on the task-level engine (docs/policies/hare.md §4–§6) [I].
 
 All of these carry ``engine = "hare"``: ``ddlsched simulate/compare`` run them on
 :class:`ddlsched.engine.hare_tasks.HareSimulator`. Every rule below is a reconstruction [I]; parameters are
@@ -6,9 +6,11 @@ configurable (``--policy-param``).
 
 Relaxed-sync policies (tasks of a round go to any GPU, one at a time, several may run on one GPU):
 
-* ``hare-offline`` (§6.4): Smith's rule, ``prio_j = w_j / P_j`` with ``P_j = R_j · (n_j / cap_j + s_j)`` and
+* ``hare-offline`` (docs/policies/hare.md §4): Smith's rule, ``prio_j = w_j / P_j`` with ``P_j = R_j · (n_j / cap_j +
+s_j)`` and
   ``cap_j = Σ_k N_k / p_{j,k}`` (heterogeneity-normalised stand-alone time on the whole cluster); clairvoyant.
-* ``hlas`` (§6.5): non-clairvoyant heterogeneity-aware least-attained service. ``A_j`` = completed tasks ×
+* ``hlas`` (docs/policies/hare.md §5): non-clairvoyant heterogeneity-aware least-attained service. ``A_j`` =
+completed tasks ×
   p_{j,ref} (reference-GPU seconds); queues by thresholds (default [3600, 36000]); FIFO inside a queue, or with the
   heterogeneity-aware tie-break the job with the largest relative speed ``speed_{j,k} / mean_k' speed_{j,k'}`` on
   the idle GPU's type k first; starvation guard: a job waiting ≥ ``starvation_factor`` × its last service stretch is
@@ -17,7 +19,8 @@ Relaxed-sync policies (tasks of a round go to any GPU, one at a time, several ma
   **heterogeneity guard**: GPU g (type k) takes a task of j only if ``t + o + p_{j,k} ≤ F``, where F is the
   completion time of the u = (j's unstarted tasks) tasks when list-scheduled earliest-finish-first on the GPUs
   faster for j than g (each from its current free time). With u = 1, F = min over faster GPUs of
-  (free time + o + p_fast), the §6.4 rule; for u > 1 we generalise it to "g helps only if it does not finish later
+  (free time + o + p_fast), the docs/policies/hare.md §4 rule; for u > 1 we generalise it to "g helps only if it does
+  not finish later
   than the faster GPUs alone would" [I].
 * ``hare-naive-switch``: ``hlas`` with the naive runtime's switching cost (``switch_s`` seconds per switch).
 * ``hare-gang``: HLAS order but gang rounds: a round starts only when n_j GPUs are idle at once, one task each
@@ -124,7 +127,7 @@ class _TaskPolicy(Policy):
 
     @staticmethod
     def _guard_ok(j: TaskJob, k: str, fin: float, u: int, free: dict[str, list[float]]) -> bool:
-        """§6.4 heterogeneity guard, generalised to u unstarted tasks [I].
+        """docs/policies/hare.md §4 heterogeneity guard, generalised to u unstarted tasks [I].
 
         True iff a task of j on a type-k GPU finishing at ``fin`` is not later than the earliest-finish list
         schedule of j's ``u`` unstarted tasks on the GPUs of types faster than k for j. On False the job is left
@@ -159,7 +162,8 @@ class _TaskPolicy(Policy):
 
 @register
 class HareOffline(_TaskPolicy):
-    """§6.4 offline heuristic: Smith's rule on heterogeneity-normalised size + guarded EFT list scheduling."""
+    """docs/policies/hare.md §4 offline heuristic: Smith's rule on heterogeneity-normalised size + guarded EFT list
+    scheduling."""
 
     name = "hare-offline"
     description = "Hare offline heuristic: Smith's rule on hetero-normalised size, guarded EFT task dispatch"
@@ -183,7 +187,8 @@ class HareOffline(_TaskPolicy):
 
 @register
 class Hlas(_TaskPolicy):
-    """§6.5 online HLAS: discretised heterogeneity-normalised LAS, starvation guard, heterogeneity tie-break."""
+    """docs/policies/hare.md §5 online HLAS: discretised heterogeneity-normalised LAS, starvation guard,
+    heterogeneity tie-break."""
 
     name = "hlas"
     description = "Hare online HLAS: hetero-normalised LAS queues, starvation guard, hetero tie-break, relaxed sync"
@@ -322,7 +327,7 @@ class _GangLease(Policy):
 
 @register
 class GavelHet(_GangLease):
-    """Gavel-style heterogeneity-aware gang LAS (§6.6) [I]."""
+    """Gavel-style heterogeneity-aware gang LAS (docs/policies/hare.md §6) [I]."""
 
     name = "gavel-het"
     description = "Gavel-style heterogeneity-aware gang LAS, 360 s rounds"
@@ -337,7 +342,7 @@ class GavelHet(_GangLease):
 
 @register
 class TiresiasHet(_GangLease):
-    """Tiresias 2D-LAS, gang, heterogeneity-unaware (§6.6) [I]."""
+    """Tiresias 2D-LAS, gang, heterogeneity-unaware (docs/policies/hare.md §6) [I]."""
 
     name = "tiresias-het"
     description = "Tiresias 2D-LAS gang, heterogeneity-unaware"
@@ -357,7 +362,7 @@ class TiresiasHet(_GangLease):
 
 @register
 class SrtfHet(_GangLease):
-    """Clairvoyant SRTF on remaining reference time, gang, heterogeneity-unaware (§6.6) [I]."""
+    """Clairvoyant SRTF on remaining reference time, gang, heterogeneity-unaware (docs/policies/hare.md §6) [I]."""
 
     name = "srtf-het"
     description = "SRTF gang (clairvoyant), heterogeneity-unaware"

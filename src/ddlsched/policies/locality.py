@@ -1,4 +1,5 @@
-"""Locality levels and tightest placements for network-sensitive scheduling (ALGORITHMS.md §4.2, §4.3 [I]).
+"""Locality levels and tightest placements for network-sensitive scheduling (docs/policies/delay-sched.md §2,
+docs/policies/delay-sched.md §3 [I]).
 
 Levels: **L0** every worker in one server, **L1** several servers of one rack, **L2** across racks.
 

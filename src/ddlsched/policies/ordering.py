@@ -1,4 +1,4 @@
-"""Queue orderings (ALGORITHMS.md §1.1, §5.5; Tiresias' discretised 2D-LAS).
+"""Queue orderings (docs/physics.md §1, docs/policies/gpu-sharing.md §5; Tiresias' discretised 2D-LAS).
 
 | name     | key (smaller runs first)                                      | preemptive |
 |----------|---------------------------------------------------------------|------------|
@@ -77,7 +77,7 @@ class Srtf(Ordering):
 
 
 class Tiresias(Ordering):
-    """Discretised 2D-LAS (Tiresias; ALGORITHMS.md §5.5 gives the SJF-BSBF authors' settings).
+    """Discretised 2D-LAS (Tiresias; docs/policies/gpu-sharing.md §5 gives the SJF-BSBF authors' settings).
 
     queue(j) = number of thresholds ≤ counted service, where service is GPU-seconds (``gpu_time``) or
     executed seconds (``time``). Inside a queue: arrival order; a running job is only preempted for a job

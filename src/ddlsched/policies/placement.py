@@ -1,15 +1,19 @@
-"""Placement strategies: which GPUs a job gets (ALGORITHMS.md §2.6, §4.3, §4.7; Tiresias/YARN consolidation).
+"""Placement strategies: which GPUs a job gets (docs/policies/sjf-bco.md §6, docs/policies/delay-sched.md §3,
+docs/policies/delay-sched.md §7; Tiresias/YARN consolidation).
 
 Each strategy answers ``place(job, alloc, view) -> list[int] | None`` on a tentative
 :class:`~ddlsched.engine.allocation.Allocation`; ``None`` means "cannot place now".
 
-| name          | rule                                                                                        |
-|---------------|---------------------------------------------------------------------------------------------|
-| first_fit     | lowest-numbered free GPUs, server by server (packs naturally; the "bp" picker of §3.3)       |
-| consolidated  | one server if any can hold the job (best fit: fewest free GPUs that suffice), else the       |
-|               | fewest servers, inside one rack when possible (most-free servers first)                      |
-| random        | n free GPUs drawn uniformly with the policy's seeded RNG                                     |
-| least_loaded  | emptiest servers first (most free GPUs), as many GPUs from each as it has (worst fit)        |
+| name          | rule                                                                                    |
+|---------------|-----------------------------------------------------------------------------------------|
+| first_fit     | lowest-numbered free GPUs, server by server (packs; the "bp" picker, adadual.md §3)    |
+| consolidated  | strict: a job that fits in one server runs on one server (best fit), one that fits in  |
+|               | a rack on one rack (fewest servers), a larger one on the fewest racks; otherwise it    |
+|               | waits (the ordering may start other jobs meanwhile)                                    |
+| pack          | consolidate when a slot is free, never wait: one server (best fit), else the fewest    |
+|               | servers in one rack, else the most-free servers anywhere (the old `consolidated`)      |
+| random        | n free GPUs drawn uniformly with the policy's seeded RNG                                |
+| least_loaded  | emptiest servers first (most free GPUs), as many GPUs from each as it has (worst fit)   |
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import ClassVar
 from ddlsched.engine.allocation import Allocation
 from ddlsched.engine.jobview import JobView
 from ddlsched.engine.view import SchedulerView
+from ddlsched.policies.locality import best_level, tightest
 
 
 class PlacementStrategy(ABC):
@@ -75,7 +80,29 @@ def fewest_servers(alloc: Allocation, n: int, view: SchedulerView) -> list[int] 
 
 class Consolidated(PlacementStrategy):
     name = "consolidated"
-    description = "one server (best fit) if possible, else fewest servers within one rack"
+    description = ("strict: one server if the job fits in one (best fit), else one rack if it fits in one (fewest "
+                   "servers), else the fewest racks; waits until such a slot is free")
+
+    def __init__(self) -> None:
+        self._levels: dict[tuple[int, int], int] = {}  # (id(cluster), n) → the job's best locality level
+
+    def place(self, job: JobView, alloc: Allocation, view: SchedulerView) -> list[int] | None:
+        n = job.num_gpus
+        if n > alloc.num_free:
+            return None
+        cluster = view.cluster
+        key = (id(cluster), n)
+        level = self._levels.get(key)
+        if level is None:
+            level = self._levels[key] = best_level(cluster, n)
+        got = tightest(alloc, n, level, cluster)
+        return got[0] if got is not None else None
+
+
+class Pack(PlacementStrategy):
+    name = "pack"
+    description = ("consolidate when a slot is free, never wait: one server (best fit), else the fewest servers "
+                   "in one rack, else the most-free servers anywhere")
 
     def place(self, job: JobView, alloc: Allocation, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
@@ -113,5 +140,5 @@ class LeastLoaded(PlacementStrategy):
 
 
 PLACEMENTS: dict[str, type[PlacementStrategy]] = {
-    cls.name: cls for cls in (FirstFit, Consolidated, RandomPlacement, LeastLoaded)
+    cls.name: cls for cls in (FirstFit, Consolidated, Pack, RandomPlacement, LeastLoaded)
 }

@@ -1,4 +1,4 @@
-"""Per-job network sensitivity σ_j and its class, computed from the physics (ALGORITHMS.md §4.2 [I]).
+"""Per-job network sensitivity σ_j and its class, computed from the physics (docs/policies/delay-sched.md §2 [I]).
 
     σ_j = τ_j(worst placement) / τ_j(consolidated placement) − 1
 

@@ -1,7 +1,8 @@
-"""GPU-sharing schedulers of Luo et al. 2024 (ALGORITHMS.md §5.3–§5.5): SJF-BSBF, its consolidated variant,
+"""GPU-sharing schedulers of Luo et al. 2024 (docs/policies/gpu-sharing.md §3–§5): SJF-BSBF, its consolidated variant,
 SJF-FFS, and the preemptive baselines SJF/SRTF and Tiresias with the ">100 remaining iterations" rule.
 
-**Share-now-or-wait test (§5.3, [C][D]).** Job a is queued, job b runs on the GPUs a would share. With
+**Share-now-or-wait test (docs/policies/gpu-sharing.md §3, [C][D]).** Job a is queued, job b runs on the GPUs a would
+share. With
 remaining exclusive times E_a, E_b and slowdowns ξ_a, ξ_b (Ê = ξ·E):
 
     t_seq = E_b + E_a / 2
@@ -9,13 +10,16 @@ remaining exclusive times E_a, E_b and slowdowns ξ_a, ξ_b (Ê = ξ·E):
             E_b/2 + (1 − 1/(2ξ_b))·Ê_a   otherwise
     share ⇔ t_con < t_seq
 
-(symmetric ξ and b finishing first: share ⇔ ξ < 1.5). The sub-batch search (§5.3 [A][I]) evaluates t_con for
+(symmetric ξ and b finishing first: share ⇔ ξ < 1.5). The sub-batch search (docs/policies/gpu-sharing.md §3 [A][I])
+evaluates t_con for
 every accumulation step s_a ∈ {1, 2, 4, 8} whose memory (``perf.interference.accum_mem``) fits next to b,
-with E_a(s) = E_a·g(s), and keeps the smallest; b's setting is not changed (the simple default of §5.3).
+with E_a(s) = E_a·g(s), and keeps the smallest; b's setting is not changed (the simple default of
+docs/policies/gpu-sharing.md §3).
 E_a = remaining iterations × alone-and-consolidated iteration time; E_b = b's remaining iterations × its
 isolated iteration time on its GPUs. ξ comes from the same table the ``sharing`` perf model uses.
 
-**SJF-BSBF (§5.4).** Pending jobs shortest remaining time first (``sort="gpu_time"`` multiplies by GPUs).
+**SJF-BSBF (docs/policies/gpu-sharing.md §4).** Pending jobs shortest remaining time first (``sort="gpu_time"``
+multiplies by GPUs).
 Candidate GPUs host ≤ 1 job and have memory for a at its smallest sub-batch; servers are visited by ascending
 number of resident jobs. Idle GPUs are used first; if they do not suffice, running partners that pass the test
 are taken by ascending t_con (``rank="t_con"``, the authors' code) or descending benefit t_seq − t_con
@@ -28,7 +32,8 @@ back to the multi-server walk.
 **SJF-FFS**: the same walk without the benefit test (first-fit sharing), smallest sub-batch step that fits.
 Only running jobs are sharing partners (a job started earlier in the same pass is not).
 
-**Preemptive baselines (§5.5, [C]).** Exclusive GPUs, YARN-style consolidated placement (one server if
+**Preemptive baselines (docs/policies/gpu-sharing.md §5, [C]).** Exclusive GPUs, YARN-style consolidated placement
+(one server if
 G ≤ GPUs/server, else whole servers in one rack); jobs ranked by (class, running first, key); when a pending job
 cannot be placed, running jobs of a strictly worse class with > ``min_remaining_iters`` (100) remaining
 iterations are preempted from the tail of the ranking, one at a time, until it fits (undone if it never fits).
@@ -69,7 +74,7 @@ class ShareDecision:
 
 
 def share_check(e_a: float, e_b: float, xi_a: float, xi_b: float) -> ShareDecision:
-    """The pairwise test of §5.3 (see the module docstring)."""
+    """The pairwise test of docs/policies/gpu-sharing.md §3 (see the module docstring)."""
     ha, hb = xi_a * e_a, xi_b * e_b
     t_seq = e_b + e_a / 2.0
     if ha >= hb:
@@ -220,7 +225,8 @@ class SharingSJF(Policy):
 
 
 class YarnPlacement(PlacementStrategy):
-    """One server if the job fits in one, else the fewest whole servers inside one rack (YARN-CS; §5.5)."""
+    """One server if the job fits in one, else the fewest whole servers inside one rack (YARN-CS;
+    docs/policies/gpu-sharing.md §5)."""
 
     name = "yarn"
     description = "one server, else whole servers in one rack"
@@ -233,7 +239,7 @@ class YarnPlacement(PlacementStrategy):
 
 class TailPreemptive(OrderedPolicy):
     """Preemptive ordering + YARN placement + preempt from the tail only jobs with > ``min_remaining_iters``
-    remaining iterations (§5.5)."""
+    remaining iterations (docs/policies/gpu-sharing.md §5)."""
 
     family = "gpu-sharing"
 

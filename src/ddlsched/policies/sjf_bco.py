@@ -1,6 +1,7 @@
-"""SJF-BCO offline batch planner and its baselines FF, LS, RAND (Yu et al. MobiHoc'22; ALGORITHMS.md §2.4–2.6).
+"""SJF-BCO offline batch planner and its baselines FF, LS, RAND (Yu et al. MobiHoc'22; docs/policies/sjf-bco.md §4–§6).
 
-Planner (``plan``): jobs get a start time and a GPU set on a simulated timeline [I, §2.4 "How to turn
+Planner (``plan``): jobs get a start time and a GPU set on a simulated timeline [I, docs/policies/sjf-bco.md §4 "How
+to turn
 Algorithms 2–3 into a timeline"]: a clock ``t`` that never goes back, a per-GPU busy-until time and a per-GPU
 accumulated execution time U_g. A job is placed at ``t`` on GPUs that are free at ``t`` and satisfy
 U_g + ρ̂_j/u ≤ θ_u; if too few qualify, ``t`` advances to the next completion; if none is left the trial fails.

@@ -1,6 +1,6 @@
 """Fit the physics parameters to testbed measurements and save them as a calibration profile (JSON).
 
-Fitted (ALGORITHMS.md §1.5 ring cost, §3.2 alpha-beta-eta):
+Fitted (docs/physics.md §2 ring cost, docs/policies/adadual.md §2 alpha-beta-eta):
 
 * per-hop latency α and link efficiency e of the ring cost ``comm = V/(e·r) + 2(n−1)·α``, where ``V/r`` is the
   max-min model's communication time at e = 1, α = 0 — a linear least-squares fit over every calibration job,

@@ -1,6 +1,6 @@
 """One rank of a data-parallel job: an explicit ring all-reduce of a gradient buffer every iteration.
 
-The ring is exactly the one the simulator models (ALGORITHMS.md §1.5): ranks follow ``Cluster.ring_order``;
+The ring is exactly the one the simulator models (docs/physics.md §2): ranks follow ``Cluster.ring_order``;
 an all-reduce is a reduce-scatter then an all-gather, 2(n−1) steps, each step sending one M/n chunk to the
 next rank while receiving one from the previous rank, so every hop carries 2(n−1)/n · M bytes.
 
@@ -130,7 +130,7 @@ class TorchRing:
 
 
 def ring_allreduce(ring: SocketRing | TorchRing, buf: np.ndarray) -> None:
-    """In-place sum all-reduce: reduce-scatter + all-gather, 2(n−1) steps of M/n (ALGORITHMS.md §1.5)."""
+    """In-place sum all-reduce: reduce-scatter + all-gather, 2(n−1) steps of M/n (docs/physics.md §2)."""
     n, r = ring.n, ring.rank
     if n == 1:
         return

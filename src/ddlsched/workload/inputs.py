@@ -52,14 +52,30 @@ def check_max_jobs(max_jobs: Any) -> int:
     return max_jobs
 
 
+def parse_window(text: str) -> tuple[float, float]:
+    """``START:END`` → seconds from the first arrival; each side a duration (``3600``, ``90m``, ``12h``, ``55d``)."""
+    from ddlsched.metrics.window import Exclusion
+
+    start_s, sep, end_s = str(text).partition(":")
+    if not sep:
+        raise InputError(f"expected START:END (e.g. 55d:70d), got {text!r}", field="--window")
+    start, end = (Exclusion.parse(x, "--window") for x in (start_s or "0", end_s))
+    if start.jobs or end.jobs or not end_s.strip():
+        raise InputError(f"START and END are durations (3600, 90m, 12h, 55d), got {text!r}", field="--window")
+    if not end.seconds > start.seconds:
+        raise InputError(f"END must be after START, got {text!r}", field="--window")
+    return start.seconds, end.seconds
+
+
 def load_workload_and_models(trace: str | Path | dict[str, Any], *, seed: int, fmt: str | None = None,
                              options: dict[str, Any] | None = None, max_jobs: int | None = None,
                              load_scale: float = 1.0, models: str | Path | None = None,
-                             gpu_types: Collection[str] | None = None) -> Workload:
+                             gpu_types: Collection[str] | None = None, window: str | None = None) -> Workload:
     """Load a trace file or folder (or ``{"synthetic": {...}}``), cut it to the first ``max_jobs`` jobs by
     arrival, scale arrivals by ``load_scale``; ``models`` (or ``options["models"]``) is a profile CSV added to
     the catalogue that model names are checked against; ``gpu_types`` (the cluster's, when known) checks a
-    GPU-type column. Every cut, scaling and skip is in the notes."""
+    GPU-type column; ``window`` ("START:END", durations from the first arrival such as ``55d:70d``) keeps only
+    the jobs arriving in [START, END), before ``max_jobs``. Every cut, scaling and skip is in the notes."""
     opts: dict[str, Any] = dict(options or {})
     models = opts.pop("models", None) if models is None else models
     if max_jobs is not None:
@@ -93,6 +109,17 @@ def load_workload_and_models(trace: str | Path | dict[str, Any], *, seed: int, f
         jobs, label = tr.jobs, str(trace)
         if tr.skipped:
             notes.append(f"skipped {tr.skipped} invalid row(s) of {trace}: " + "; ".join(tr.skipped_reasons[:3]))
+    if window is not None:
+        start, end = parse_window(window)
+        if jobs:
+            t0 = min(j.arrival_s for j in jobs)
+            kept = [j for j in jobs if t0 + start <= j.arrival_s < t0 + end]
+            if not kept:
+                raise InputError(f"no job arrives in the window {window} (the trace spans "
+                                 f"{(max(j.arrival_s for j in jobs) - t0) / 86400:.1f} days)", field="--window")
+            notes.append(f"--window {window}: the {len(kept)} of {len(jobs)} jobs arriving "
+                         f"{start / 86400:g}–{end / 86400:g} days after the first arrival are used")
+            jobs = kept
     if max_jobs is not None and max_jobs < len(jobs):
         notes.append(f"--max-jobs {max_jobs}: the first {max_jobs} of {len(jobs)} jobs by arrival are used")
         jobs = jobs[:max_jobs]
