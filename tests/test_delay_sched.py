@@ -195,3 +195,18 @@ def test_delay_scheduling_counts_its_mechanisms() -> None:
     assert mech["best_level_placements"] + mech["relaxed_placements"] == mech["starts"]
     assert mech["best_level_placements"] > 0
     assert "network_preemptions" in mech
+
+
+def test_timer_holds_and_delayed_placements_count_the_delay_mechanism() -> None:
+    # a, b take 3 of 4 GPUs on each server; c (2 GPUs) finds 1 + 1 free: an L2 placement exists but its timer
+    # (1800 s) holds it back until a server frees up (a, b end at ≈ 1559 s) -> one hold, one delayed start at L0
+    jobs = [JobSpec("a", 0.0, 3, "resnet18", iterations=2000.0), JobSpec("b", 0.0, 3, "resnet18", iterations=2000.0),
+            JobSpec("c", 10.0, 2, "vgg16", iterations=2000.0)]
+    res = run_simulation(two_servers(), jobs, DelayScheduling(preemption=False), SimConfig(perf_model="sharing"))
+    m = res.mechanisms
+    assert (m["timer_holds"], m["delayed_placements"], m["relaxed_placements"]) == (1, 1, 0)
+    # with zero timers nothing is held: c starts at once, relaxed
+    res = run_simulation(two_servers(), jobs, DelayScheduling(preemption=False, timer_high=0.0, timer_medium=0.0),
+                         SimConfig(perf_model="sharing"))
+    m = res.mechanisms
+    assert (m["timer_holds"], m["delayed_placements"], m["relaxed_placements"]) == (0, 0, 1)

@@ -103,7 +103,7 @@ MECHANISMS: dict[str, str] = {
     "starts": "fluid: jobs (re)started",
     "shared_starts": "fluid: starts onto a GPU that already hosted another job (GPU sharing)",
     "accumulation_starts": "fluid: starts with gradient accumulation (sub-batch > 1 step)",
-    "preemptions": "fluid: preemptions",
+    "preemptions": "fluid: preemptions of every cause (a policy counter such as network_preemptions says why)",
     "transfers": "task DAG: all-reduce transfers admitted",
     "contended_transfers": "task DAG: transfers admitted onto a NIC that already carried one",
     "time_shared_starts": "task DAG: jobs made resident on a GPU that already hosted one (time sharing)",
@@ -114,6 +114,10 @@ MECHANISMS: dict[str, str] = {
     "revocations": "rounds: gang leases revoked (Preempt)",
     "best_level_placements": "delay scheduling: starts at the job's best (tightest possible) locality level",
     "relaxed_placements": "delay scheduling: starts at a looser level than the best, after the job's timer ran out",
+    "timer_holds": "delay scheduling: waits in which a job's timer held it back while GPUs for a looser placement "
+                   "were free (counted once per wait)",
+    "delayed_placements": "delay scheduling: starts of jobs that their timer had held back (the delay paid off or "
+                          "the timer ran out)",
     "network_preemptions": "delay scheduling: running jobs evicted to consolidate a waiting high-sensitivity job",
     "timer_updates": "delay scheduling with a tuner: tuning rounds that set the class timers",
     "tuner_replays": "delay scheduling, search tuner: replays simulated to score candidate timers",

@@ -93,13 +93,16 @@ class DelayScheduling(Policy):
             raise ValueError(f"autotune must be one of {sorted(TUNERS)} (or A/B/C)")
         self.tuner_params = dict(tuner_params or {})
         self.tuner = TUNERS[self.autotune](**self.tuner_params) if self.autotune else None
-        self._mech = {"best_level_placements": 0, "relaxed_placements": 0, "network_preemptions": 0}
+        self._mech = {"best_level_placements": 0, "relaxed_placements": 0, "network_preemptions": 0,
+                      "timer_holds": 0, "delayed_placements": 0}
+        self._held: set[str] = set()  # jobs held back by their timer since their last start
         self._kw = {"order": order, "high": high, "medium": medium, "timer_low": timer_low,
                     "preemption": preemption, "preempt_wait": preempt_wait, "max_preemptions": max_preemptions}
 
     def reset(self) -> None:
         self.timers = dict(self.initial_timers)
         self._mech = dict.fromkeys(self._mech, 0)
+        self._held = set()
         self.sens.reset()
         if self.tuner is not None:
             self.tuner.reset()
@@ -165,9 +168,16 @@ class DelayScheduling(Policy):
                 alloc.take(gpus)
                 out.append(Start(job.job_id, tuple(gpus)))
                 self._mech["best_level_placements" if lvl <= best else "relaxed_placements"] += 1
+                if job.job_id in self._held:
+                    self._held.discard(job.job_id)
+                    self._mech["delayed_placements"] += 1
                 if self.tuner is not None:
                     self.tuner.placed(job, cls, sigma, lvl <= best, view)
                 continue
+            if level < L2 and job.job_id not in self._held \
+                    and tightest(alloc.for_mem(job.mem_mb), n, L2, cluster) is not None:
+                self._held.add(job.job_id)  # free GPUs at a looser level, the timer holds the job back
+                self._mech["timer_holds"] += 1
             if level < L2 and not math.isinf(d) and d > 0:
                 k = level - best + 1
                 wake = min(wake, view.now + k * d - wait)
