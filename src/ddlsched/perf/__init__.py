@@ -8,6 +8,7 @@ from ddlsched.cluster.topology import Cluster
 from ddlsched.errors import ConfigError
 from ddlsched.perf.abe import AbeContention
 from ddlsched.perf.base import IterationTime, PerfModel, Placement
+from ddlsched.perf.flat import FlatNetwork
 from ddlsched.perf.maxmin import MaxMinLinkSharing
 from ddlsched.perf.nocontention import NoContention
 from ddlsched.perf.sharing import SharingPerf
@@ -15,6 +16,7 @@ from ddlsched.perf.sjf_bco import SjfBcoContention
 
 PERF_MODELS: dict[str, type[PerfModel]] = {
     NoContention.name: NoContention,
+    FlatNetwork.name: FlatNetwork,
     MaxMinLinkSharing.name: MaxMinLinkSharing,
     SjfBcoContention.name: SjfBcoContention,
     AbeContention.name: AbeContention,
