@@ -11,6 +11,7 @@ from ddlsched.perf.base import IterationTime, PerfModel, Placement
 from ddlsched.perf.flat import FlatNetwork
 from ddlsched.perf.maxmin import MaxMinLinkSharing
 from ddlsched.perf.nocontention import NoContention
+from ddlsched.perf.phased import PhasedContention
 from ddlsched.perf.sharing import SharingPerf
 from ddlsched.perf.sjf_bco import SjfBcoContention
 
@@ -18,6 +19,7 @@ PERF_MODELS: dict[str, type[PerfModel]] = {
     NoContention.name: NoContention,
     FlatNetwork.name: FlatNetwork,
     MaxMinLinkSharing.name: MaxMinLinkSharing,
+    PhasedContention.name: PhasedContention,
     SjfBcoContention.name: SjfBcoContention,
     AbeContention.name: AbeContention,
     SharingPerf.name: SharingPerf,
