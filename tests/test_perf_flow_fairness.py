@@ -67,3 +67,18 @@ def test_flow_mode_is_incremental_and_isolated_matches():
     assert pm.isolated(ps[1]).comm_s == pytest.approx(ring_bytes_per_hop(100e6, 4) / C)
     with pytest.raises(Exception, match="fairness"):
         make_perf_model("maxmin", c, fairness="job")
+
+
+def test_rtt_biased_flows_favour_the_shorter_path():
+    # two racks of two servers; a: 2-ring across racks (4-link hops, weight ½), b: 2-ring inside rack 0 (weight 1).
+    # They share server 0's NIC both ways: ½·L + L = C → a gets C/3, b 2C/3 (C/2 each per ring or per flow).
+    c = Cluster.build("r", [[ServerSpec(4, "V100", 10.0) for _ in range(2)] for _ in range(2)],
+                      {"V100": GPUType("V100", 32768)})
+    g = c.server_gpus
+    ps = [Placement("a", (g[0][0], g[2][0]), PROF), Placement("b", (g[0][1], g[1][1]), PROF)]
+    for fairness, ra, rb in (("ring", C / 2, C / 2), ("flow", C / 2, C / 2), ("flow-rtt", C / 3, 2 * C / 3)):
+        pm = make_perf_model("maxmin", c, fairness=fairness)
+        for p in ps:
+            pm.add(p)
+        assert pm.rate("a") == pytest.approx(ra)
+        assert pm.rate("b") == pytest.approx(rb)

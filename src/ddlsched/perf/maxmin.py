@@ -26,6 +26,10 @@ flow, flows get the (unweighted) max-min fair allocation by progressive filling 
 its slowest hop's flow rate. A hop's share on a link it does not bottleneck on is then held even though its ring
 cannot use it (TCP connections do not know they belong to a ring), so a ring sharing NICs with a ring that is
 held back elsewhere gets less than under per-ring sharing (docs/physics.md). Alone, both give the same rate.
+``fairness="flow-rtt"`` biases that by round-trip time as TCP does (throughput ∝ 1/RTT): a flow's weight is
+2 / (links on its path), so a hop inside a rack (NIC tx, rx) weighs 1, a hop across racks (4 links) ½ and a hop
+inside a server 2; a flow gets weight × the common level. Path length standing for RTT is an assumption (it
+ignores queueing delay, which the testbed shows inflates RTT on busy NICs).
 
 Only the connected component of a changed job is recomputed: jobs linked through shared links that can
 bind (Σ m_jl · alone_j > C_l, where alone_j is j's rate alone); a link that cannot saturate couples nothing.
@@ -52,8 +56,8 @@ class MaxMinLinkSharing(PerfModel):
         super().__init__(cluster)
         if not 0 < efficiency <= 1:
             raise ValueError("efficiency must be in (0, 1]")
-        if fairness not in ("ring", "flow"):
-            raise ValueError(f"fairness must be 'ring' or 'flow', not {fairness!r}")
+        if fairness not in ("ring", "flow", "flow-rtt"):
+            raise ValueError(f"fairness must be 'ring', 'flow' or 'flow-rtt', not {fairness!r}")
         self.efficiency = efficiency
         self.fairness = fairness
         self._hops: dict[str, list[tuple[tuple[int, ...], float]]] = {}  # flow mode: hop links, hop alone rate
@@ -106,7 +110,7 @@ class MaxMinLinkSharing(PerfModel):
         self._job_links[jid] = use
         alone = min(self._cap[lid] / m for lid, m in use.items())
         self._alone[jid] = alone
-        if self.fairness == "flow":  # a greedy flow can reach its own path's bottleneck, not just its ring's rate
+        if self.fairness != "ring":  # a greedy flow can reach its own path's bottleneck, not just its ring's rate
             flows = [(tuple(hop), min(self._cap[lid] for lid in hop)) for hop in hops]
             self._hops[jid] = flows
             for lid in use:
@@ -180,7 +184,7 @@ class MaxMinLinkSharing(PerfModel):
         return comp
 
     def _recompute(self, comp: set[str]) -> dict[str, IterationTime]:
-        rates = self.fill_flows(comp) if self.fairness == "flow" else self.fill(comp)
+        rates = self.fill(comp) if self.fairness == "ring" else self.fill_flows(comp)
         changed: dict[str, IterationTime] = {}
         for j in sorted(comp):
             r = rates[j]
@@ -242,12 +246,15 @@ class MaxMinLinkSharing(PerfModel):
 
     def fill_flows(self, comp: set[str]) -> dict[str, float]:
         """Per-flow max-min: progressive filling over every hop of the component's rings as an independent flow
-        (weight 1 on each link it crosses); a ring's rate is its slowest flow's."""
+        (weight 1, or 2 / path length with ``flow-rtt``, on each link it crosses); a ring's rate is its slowest
+        flow's."""
         flows = [(j, hop) for j in sorted(comp) for hop, _ in self._hops[j]]
+        rtt = self.fairness == "flow-rtt"
+        fw = [2.0 / len(hop) if rtt else 1.0 for _, hop in flows]
         weight: dict[int, float] = {}
-        for _, hop in flows:
+        for i, (_, hop) in enumerate(flows):
             for lid in hop:
-                weight[lid] = weight.get(lid, 0.0) + 1.0
+                weight[lid] = weight.get(lid, 0.0) + fw[i]
         remaining = {lid: self._cap[lid] for lid in weight}
         link_flows: dict[int, list[int]] = {}
         for i, (_, hop) in enumerate(flows):
@@ -267,9 +274,9 @@ class MaxMinLinkSharing(PerfModel):
             for i in sorted({i for lid in bottleneck for i in link_flows[lid] if i in active}):
                 active.discard(i)
                 j, hop = flows[i]
-                rates[j] = min(rates.get(j, math.inf), level)
+                rates[j] = min(rates.get(j, math.inf), fw[i] * level)
                 for lid in hop:
-                    weight[lid] -= 1.0
+                    weight[lid] -= fw[i]
                     if weight[lid] <= 1e-12:
                         live.discard(lid)
         return rates
