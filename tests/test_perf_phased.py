@@ -11,7 +11,7 @@ import pytest
 from ddlsched.cluster.topology import GBIT, Cluster, GPUType, ServerSpec
 from ddlsched.perf import PERF_MODELS, make_perf_model
 from ddlsched.perf.base import Placement
-from ddlsched.perf.phased import expected_inverse
+from ddlsched.perf.phased import expected_inverse, leave_one_out_inverse
 from ddlsched.perf.phased_check import campaign
 from ddlsched.perf.phased_exact import phased_job, simulate_phases
 from ddlsched.workload.profiles import ModelProfile
@@ -107,9 +107,20 @@ def test_expected_inverse_matches_enumeration():
         p = math.prod(d if x else 1 - d for (_, d), x in zip(others, xs, strict=True))
         brute += p / (1.0 + sum(m * x for (m, _), x in zip(others, xs, strict=True)))
     assert expected_inverse(1.0, others) == pytest.approx(brute, rel=1e-12)
-    many = [(1.0, 0.3)] * 40  # beyond the exact limit: second-order expansion, close to the truth
+    many = [(1.0, 0.3)] * 40
     exact = sum(math.comb(40, k) * 0.3 ** k * 0.7 ** (40 - k) / (1 + k) for k in range(41))
-    assert expected_inverse(1.0, many) == pytest.approx(exact, rel=0.01)
+    assert expected_inverse(1.0, many) == pytest.approx(exact, rel=1e-12)
+
+
+def test_leave_one_out_matches_the_reference():
+    rng = random.Random(5)
+    for n in (1, 2, 5, 30):
+        ms = [rng.choice([1, 1, 2, 3]) for _ in range(n)]
+        ds = [rng.choice([0.0, 0.5, 1.0, rng.random(), rng.random()]) for _ in range(n)]
+        fast = leave_one_out_inverse(ms, ds)
+        for k in range(n):
+            others = [(float(ms[i]), ds[i]) for i in range(n) if i != k]
+            assert fast[k] == pytest.approx(expected_inverse(float(ms[k]), others), rel=1e-9)
 
 
 def test_fluid_against_exact_on_random_scenarios():

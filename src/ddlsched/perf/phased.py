@@ -15,7 +15,7 @@ interface of ``maxmin``. For job j:
 
       r̄_j = min over binding links l of  C_l · E[1 / (m_jl + Σ_{k≠j} m_kl X_k)],   X_k ~ Bernoulli(d_k)
 
-  (exact expectation over the contenders' states for up to 12 contenders, a second-order expansion beyond);
+  (exact expectation over the contenders' states, :func:`leave_one_out_inverse`);
 * d depends on r̄ and r̄ on d: the model iterates ``d → r̄ → τ → d`` from the alone duty cycles. Each step can
   only raise every d (more contention, longer τ, larger d), so the sequence increases, is bounded by 1 and
   converges; it stops at a relative change below 1e-9 or after 200 rounds;
@@ -41,26 +41,55 @@ from ddlsched.perf.phased_exact import PhasedJob, maxmin_rates, phased_job
 
 _REL_TOL = 1e-9
 _MAX_ROUNDS = 200
-_EXACT_UP_TO = 12  # contenders on a link for which the expectation is computed exactly
 
 
 def expected_inverse(own: float, others: Sequence[tuple[float, float]]) -> float:
-    """E[1 / (own + Σ m_k X_k)] with independent X_k ~ Bernoulli(d_k); ``others`` = [(m_k, d_k)]."""
-    if len(others) <= _EXACT_UP_TO:
-        dist: dict[float, float] = {0.0: 1.0}
-        for m, d in others:
-            if d <= 0.0:
-                continue
-            nxt: dict[float, float] = {}
-            for w, p in dist.items():
-                nxt[w] = nxt.get(w, 0.0) + p * (1.0 - d)
-                nxt[w + m] = nxt.get(w + m, 0.0) + p * d
-            dist = nxt
-        return sum(p / (own + w) for w, p in dist.items())
-    mu = sum(m * d for m, d in others)
-    var = sum(m * m * d * (1.0 - d) for m, d in others)
-    a = own + mu
-    return 1.0 / a + var / a ** 3
+    """E[1 / (own + Σ m_k X_k)] with independent X_k ~ Bernoulli(d_k); ``others`` = [(m_k, d_k)] (reference
+    implementation: the distribution of the sum, built term by term)."""
+    dist: dict[float, float] = {0.0: 1.0}
+    for m, d in others:
+        if d <= 0.0:
+            continue
+        nxt: dict[float, float] = {}
+        for w, p in dist.items():
+            nxt[w] = nxt.get(w, 0.0) + p * (1.0 - d)
+            nxt[w + m] = nxt.get(w + m, 0.0) + p * d
+        dist = nxt
+    return sum(p / (own + w) for w, p in dist.items())
+
+
+def leave_one_out_inverse(ms: Sequence[int], ds: Sequence[float]) -> list[float]:
+    """For every k: E[1 / (m_k + Σ_{i≠k} m_i X_i)], X_i ~ Bernoulli(d_i), in O(n·W) (W = Σ m_i).
+
+    Builds the distribution P of Σ m_i X_i over all jobs once, then divides out job k's factor
+    ``(1 − d_k) + d_k z^{m_k}``: from the bottom when d_k ≤ ½, from the top otherwise, so the recursion is
+    contractive (factor d/(1−d) or (1−d)/d ≤ 1) and rounding errors do not grow."""
+    total = sum(ms)
+    dist = [0.0] * (total + 1)
+    dist[0] = 1.0
+    top = 0
+    for m, d in zip(ms, ds, strict=True):
+        for w in range(top, -1, -1):
+            p = dist[w]
+            if p:
+                dist[w] = p * (1.0 - d)
+                dist[w + m] += p * d
+        top += m
+    out: list[float] = []
+    for m, d in zip(ms, ds, strict=True):
+        n = total - m  # degree of the quotient
+        q = [0.0] * (n + 1)
+        if d <= 0.5:
+            a = 1.0 - d
+            for w in range(n + 1):
+                v = dist[w] - (d * q[w - m] if w >= m else 0.0)
+                q[w] = v / a if v > 0.0 else 0.0
+        else:
+            for w in range(n, -1, -1):
+                v = dist[w + m] - ((1.0 - d) * q[w + m] if w + m <= n else 0.0)
+                q[w] = v / d if v > 0.0 else 0.0
+        out.append(sum(p / (m + w) for w, p in enumerate(q) if p))
+    return out
 
 
 class PhasedContention(PerfModel):
@@ -173,9 +202,9 @@ class PhasedContention(PerfModel):
             for lid in links:
                 on = sorted(self._link_jobs[lid])
                 cap = self._cap[lid]
-                for k in on:
-                    mk = jobs[k].use[lid]
-                    share = cap * expected_inverse(mk, [(jobs[o].use[lid], duty[o]) for o in on if o != k])
+                inv = leave_one_out_inverse([jobs[k].use[lid] for k in on], [duty[k] for k in on])
+                for k, e in zip(on, inv, strict=True):
+                    share = cap * e
                     if share < new[k]:
                         new[k] = share
             moved = max(abs(new[k] - rate[k]) / rate[k] for k in jobs)
