@@ -10,14 +10,18 @@ from ddlsched.cluster.topology import Cluster
 from ddlsched.errors import ConfigError
 from ddlsched.perf.abe import AbeContention
 from ddlsched.perf.base import IterationTime, PerfModel, Placement
+from ddlsched.perf.flat import FlatNetwork
 from ddlsched.perf.maxmin import MaxMinLinkSharing
 from ddlsched.perf.nocontention import NoContention
+from ddlsched.perf.phased import PhasedContention
 from ddlsched.perf.sharing import SharingPerf
 from ddlsched.perf.sjf_bco import SjfBcoContention
 
 PERF_MODELS: dict[str, type[PerfModel]] = {
     NoContention.name: NoContention,
+    FlatNetwork.name: FlatNetwork,
     MaxMinLinkSharing.name: MaxMinLinkSharing,
+    PhasedContention.name: PhasedContention,
     SjfBcoContention.name: SjfBcoContention,
     AbeContention.name: AbeContention,
     SharingPerf.name: SharingPerf,

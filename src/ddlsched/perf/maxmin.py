@@ -1,4 +1,4 @@
-"""Link-level max-min fair sharing of ring all-reduce traffic on the topology (ours; docs/physics.md §2).
+"""Link-level max-min fair sharing of ring all-reduce traffic on the topology (ours; docs/physics.md §4, §12).
 
 Each multi-worker job runs a ring over its GPUs (``Cluster.ring_hops``). One all-reduce sends
 ``V = 2(w−1)/w · M`` bytes over every hop; the ring is step-synchronous, so all hops of job j advance at one
@@ -21,6 +21,16 @@ Assumption (documented, checked by ``ddlsched testbed validate``): all running r
 communicating at once (no compute/communication phase interleaving), which is pessimistic for jobs whose
 communication is a small part of an iteration.
 
+``fairness="flow"`` (``--perf-param fairness=flow``) shares per *flow* instead: every ring hop is a greedy
+flow, flows get the (unweighted) max-min fair allocation by progressive filling over flows, and a ring runs at
+its slowest hop's flow rate. A hop's share on a link it does not bottleneck on is then held even though its ring
+cannot use it (TCP connections do not know they belong to a ring), so a ring sharing NICs with a ring that is
+held back elsewhere gets less than under per-ring sharing (docs/physics.md). Alone, both give the same rate.
+``fairness="flow-rtt"`` biases that by round-trip time as TCP does (throughput ∝ 1/RTT): a flow's weight is
+2 / (links on its path), so a hop inside a rack (NIC tx, rx) weighs 1, a hop across racks (4 links) ½ and a hop
+inside a server 2; a flow gets weight × the common level. Path length standing for RTT is an assumption (it
+ignores queueing delay, which the testbed shows inflates RTT on busy NICs).
+
 Only the connected component of a changed job is recomputed: jobs linked through shared links that can
 bind (Σ m_jl · alone_j > C_l, where alone_j is j's rate alone); a link that cannot saturate couples nothing.
 """
@@ -42,11 +52,15 @@ class MaxMinLinkSharing(PerfModel):
     name = "maxmin"
     description = "ring all-reduce flows share every link they cross, weighted max-min fair (progressive filling)"
 
-    def __init__(self, cluster: Cluster, efficiency: float = 1.0) -> None:
+    def __init__(self, cluster: Cluster, efficiency: float = 1.0, fairness: str = "ring") -> None:
         super().__init__(cluster)
         if not 0 < efficiency <= 1:
             raise ValueError("efficiency must be in (0, 1]")
+        if fairness not in ("ring", "flow", "flow-rtt"):
+            raise ValueError(f"fairness must be 'ring', 'flow' or 'flow-rtt', not {fairness!r}")
         self.efficiency = efficiency
+        self.fairness = fairness
+        self._hops: dict[str, list[tuple[tuple[int, ...], float]]] = {}  # flow mode: hop links, hop alone rate
         self._cap = [link.capacity_Bps * efficiency for link in cluster.links]
         self._link_jobs: dict[int, set[str]] = {}
         self._job_links: dict[str, Counter[int]] = {}
@@ -56,7 +70,8 @@ class MaxMinLinkSharing(PerfModel):
         self._demand: dict[int, float] = {}  # Σ over jobs on the link of m_jl · alone_j
 
     def params(self) -> dict[str, Any]:
-        return {"efficiency": self.efficiency}
+        return {"efficiency": self.efficiency} if self.fairness == "ring" else {
+            "efficiency": self.efficiency, "fairness": self.fairness}
 
     def alone(self, job_id: str) -> IterationTime:
         rate = self._alone.get(job_id)
@@ -95,9 +110,18 @@ class MaxMinLinkSharing(PerfModel):
         self._job_links[jid] = use
         alone = min(self._cap[lid] / m for lid, m in use.items())
         self._alone[jid] = alone
-        for lid, m in use.items():
-            self._link_jobs.setdefault(lid, set()).add(jid)
-            self._demand[lid] = self._demand.get(lid, 0.0) + m * alone
+        if self.fairness != "ring":  # a greedy flow can reach its own path's bottleneck, not just its ring's rate
+            flows = [(tuple(hop), min(self._cap[lid] for lid in hop)) for hop in hops]
+            self._hops[jid] = flows
+            for lid in use:
+                self._link_jobs.setdefault(lid, set()).add(jid)
+            for hop, bound in flows:
+                for lid in hop:
+                    self._demand[lid] = self._demand.get(lid, 0.0) + bound
+        else:
+            for lid, m in use.items():
+                self._link_jobs.setdefault(lid, set()).add(jid)
+                self._demand[lid] = self._demand.get(lid, 0.0) + m * alone
         changed = self._recompute(self._component(jid))
         changed[jid] = self._times[jid]
         return changed
@@ -111,13 +135,19 @@ class MaxMinLinkSharing(PerfModel):
         if not use:
             return {}
         alone = self._alone.pop(job_id)
+        flows = self._hops.pop(job_id, None)
+        if flows is not None:
+            for hop, bound in flows:
+                for lid in hop:
+                    self._demand[lid] -= bound
         neighbours: set[str] = set()
         for lid, m in use.items():
             jobs = self._link_jobs[lid]
             jobs.discard(job_id)
             if jobs:
                 neighbours |= jobs
-                self._demand[lid] -= m * alone
+                if flows is None:
+                    self._demand[lid] -= m * alone
             else:
                 del self._link_jobs[lid]
                 del self._demand[lid]
@@ -154,7 +184,7 @@ class MaxMinLinkSharing(PerfModel):
         return comp
 
     def _recompute(self, comp: set[str]) -> dict[str, IterationTime]:
-        rates = self.fill(comp)
+        rates = self.fill(comp) if self.fairness == "ring" else self.fill_flows(comp)
         changed: dict[str, IterationTime] = {}
         for j in sorted(comp):
             r = rates[j]
@@ -211,6 +241,43 @@ class MaxMinLinkSharing(PerfModel):
                     w = weight[lid] - m
                     weight[lid] = w
                     if w <= 1e-12:
+                        live.discard(lid)
+        return rates
+
+    def fill_flows(self, comp: set[str]) -> dict[str, float]:
+        """Per-flow max-min: progressive filling over every hop of the component's rings as an independent flow
+        (weight 1, or 2 / path length with ``flow-rtt``, on each link it crosses); a ring's rate is its slowest
+        flow's."""
+        flows = [(j, hop) for j in sorted(comp) for hop, _ in self._hops[j]]
+        rtt = self.fairness == "flow-rtt"
+        fw = [2.0 / len(hop) if rtt else 1.0 for _, hop in flows]
+        weight: dict[int, float] = {}
+        for i, (_, hop) in enumerate(flows):
+            for lid in hop:
+                weight[lid] = weight.get(lid, 0.0) + fw[i]
+        remaining = {lid: self._cap[lid] for lid in weight}
+        link_flows: dict[int, list[int]] = {}
+        for i, (_, hop) in enumerate(flows):
+            for lid in hop:
+                link_flows.setdefault(lid, []).append(i)
+        active = set(range(len(flows)))
+        live = set(weight)
+        rates: dict[str, float] = {}
+        level = 0.0
+        while active:
+            best = min(remaining[lid] / weight[lid] for lid in live)
+            bottleneck = [lid for lid in live if remaining[lid] / weight[lid] <= best * (1 + 1e-12)]
+            delta = max(best, 0.0)
+            level += delta
+            for lid in live:
+                remaining[lid] -= weight[lid] * delta
+            for i in sorted({i for lid in bottleneck for i in link_flows[lid] if i in active}):
+                active.discard(i)
+                j, hop = flows[i]
+                rates[j] = min(rates.get(j, math.inf), fw[i] * level)
+                for lid in hop:
+                    weight[lid] -= fw[i]
+                    if weight[lid] <= 1e-12:
                         live.discard(lid)
         return rates
 

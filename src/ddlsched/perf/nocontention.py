@@ -1,4 +1,7 @@
-"""No contention: every job communicates as if alone on the network (docs/physics.md §2).
+"""No contention: every job communicates as if alone on the network (docs/physics.md §5).
+
+Not placement-blind: a ring split over servers still runs at its NIC (or rack uplink) speed; for a model where a
+job runs at its trace duration wherever it is placed, use ``flat`` (``ddlsched.perf.flat``).
 
 comm = 2(w−1)·α + 2(w−1)/w · M / B, with B the slowest link on the ring's path (intra-server egress for a
 job inside one server, the NIC otherwise, a rack uplink across racks), each link taken at full capacity.
@@ -13,7 +16,8 @@ from ddlsched.perf.base import IterationTime, PerfModel, Placement, compute_time
 
 class NoContention(PerfModel):
     name = "none"
-    description = "each ring runs at its slowest link's full capacity, whatever else runs"
+    description = ("no contention, but split rings run at NIC speed: each ring gets its slowest link's full capacity, "
+                   "whatever else runs")
 
     def _time(self, p: Placement) -> IterationTime:
         n = p.num_gpus

@@ -32,6 +32,7 @@ class ModelProfile:
     bw_ms: float | None = None
     speedup: Mapping[str, float] = field(default_factory=dict)
     source: str = ""
+    overlap: float | None = None  # share of the all-reduce hidden under backward (phased model); None: model default
 
     @property
     def grad_bytes(self) -> float:
@@ -71,8 +72,8 @@ class ModelCatalog:
         return ModelCatalog([*self._by_name.values(), *profiles])
 
 
-PROFILE_COLUMNS = ("name", "grad_mb", "compute_ms", "fw_ms", "bw_ms", "batch_size", "mem_mb", "source")
-"""Columns of a model-profile CSV; ``fw_ms``, ``bw_ms`` and ``source`` may be left out or empty."""
+PROFILE_COLUMNS = ("name", "grad_mb", "compute_ms", "fw_ms", "bw_ms", "batch_size", "mem_mb", "source", "overlap")
+"""Columns of a model-profile CSV; ``fw_ms``, ``bw_ms``, ``source`` and ``overlap`` may be left out or empty."""
 _REQUIRED = ["name", "grad_mb", "compute_ms", "batch_size", "mem_mb"]
 _MAX_MB = 1e7
 _MAX_MS = 1e7
@@ -83,7 +84,8 @@ def load_models(path: str | Path) -> list[ModelProfile]:
 
     Every value is checked, and errors name file, line and column: ``name`` non-empty and unique;
     ``grad_mb`` >= 0; ``compute_ms`` > 0; ``fw_ms``/``bw_ms`` >= 0 when given; ``batch_size`` a whole number
-    >= 1; ``mem_mb`` > 0; every number finite (MB and ms values at most 1e7). Unknown columns are refused."""
+    >= 1; ``mem_mb`` > 0; ``overlap`` in [0, 1) when given; every number finite (MB and ms values at most 1e7).
+    Unknown columns are refused."""
     from ddlsched.workload.csvrows import Header, Row, read_rows
 
     if not str(path).strip():
@@ -116,6 +118,8 @@ def load_models(path: str | Path) -> list[ModelProfile]:
             batch_size=r.batch_size("batch_size"),
             mem_mb=r.number("mem_mb", positive=True, max_value=_MAX_MB),
             source=r.raw("source") if "source" in header else "",
+            overlap=(r.number("overlap", min_value=0, max_value=0.999) if "overlap" in header and r.raw("overlap")
+                     else None),
         ))
     if not out:
         raise InputError("no model rows in the file (header only?)", path=str(p))

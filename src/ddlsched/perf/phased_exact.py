@@ -1,0 +1,155 @@
+"""Exact phase-level simulation of jobs that alternate compute and communication (docs/physics.md §11).
+
+For validation and tests of the fluid ``phased`` model on small cases, not for traces. Every job repeats:
+
+* a **compute-only** phase of ``c − h`` seconds (no network), then
+* a **communication** phase: its ring sends ``V`` bytes over every hop; the first ``h`` seconds of it still
+  compute (the backward tail under which a share ω of the all-reduce hides, ``h = min(ω·m0, c)`` with m0 the
+  all-reduce alone). The phase ends when the bytes are sent, the ring's step latency ``2(w−1)·α`` has passed
+  after them, and the hidden compute is done.
+
+At every instant the jobs that are sending share the links by the same weighted max-min fair rule as ``maxmin``
+(:func:`maxmin_rates`): only jobs sending *at the same time* contend. Events are phase ends; between events
+rates are constant, so the simulation is exact up to float rounding.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ddlsched.cluster.topology import Cluster
+from ddlsched.perf.base import Placement, compute_time, ring_bytes_per_hop
+
+
+@dataclass(frozen=True, slots=True)
+class PhasedJob:
+    """One job as the phase physics sees it."""
+
+    job_id: str
+    compute_s: float  # c: compute per iteration (slowest worker)
+    hidden_s: float  # h: the tail of c during which communication already runs
+    bytes_per_hop: float  # V
+    latency_s: float  # 2(w−1)·α, after the bytes
+    use: Mapping[int, int]  # link id → hops of the ring crossing it (empty: no communication)
+    alone_rate: float  # bytes/s per hop alone: min over links of C_l / m_jl (0 when no communication)
+
+    @property
+    def alone_comm_s(self) -> float:
+        return self.bytes_per_hop / self.alone_rate + self.latency_s if self.use else 0.0
+
+    def iteration(self, comm_s: float) -> float:
+        """Iteration time when the communication phase (bytes + latency) lasts ``comm_s``."""
+        return self.compute_s - self.hidden_s + max(self.hidden_s, comm_s)
+
+
+def phased_job(cluster: Cluster, placement: Placement, cap: Sequence[float], overlap: float) -> PhasedJob:
+    """Build a :class:`PhasedJob`; ``overlap`` is used when the profile does not set its own."""
+    c = compute_time(cluster, placement)
+    n = placement.num_gpus
+    hops = cluster.ring_hops(placement.gpus) if n > 1 else []
+    if not hops:
+        return PhasedJob(placement.job_id, c, 0.0, 0.0, 0.0, {}, 0.0)
+    use = dict(Counter(lid for hop in hops for lid in hop))
+    alone = min(cap[lid] / m for lid, m in use.items())
+    v = ring_bytes_per_hop(placement.profile.grad_bytes, n)
+    lat = 2 * (n - 1) * cluster.hop_latency_s
+    w = placement.profile.overlap if placement.profile.overlap is not None else overlap
+    h = min(w * (v / alone + lat), c)
+    return PhasedJob(placement.job_id, c, h, v, lat, use, alone)
+
+
+def maxmin_rates(active: Sequence[PhasedJob], cap: Sequence[float]) -> dict[str, float]:
+    """Weighted max-min fair per-hop rates of the jobs sending now (progressive filling, as ``maxmin``)."""
+    weight: dict[int, float] = {}
+    for j in active:
+        for lid, m in j.use.items():
+            weight[lid] = weight.get(lid, 0.0) + m
+    remaining = {lid: cap[lid] for lid in weight}
+    todo = {j.job_id: j for j in active}
+    rates: dict[str, float] = {}
+    level = 0.0
+    while todo:
+        live = [lid for lid in weight if weight[lid] > 1e-12]
+        best = min(remaining[lid] / weight[lid] for lid in live)
+        level += max(best, 0.0)
+        for lid in live:
+            remaining[lid] -= weight[lid] * max(best, 0.0)
+        tight = {lid for lid in live if remaining[lid] <= 1e-9 * cap[lid]}
+        for jid in sorted(todo):
+            j = todo[jid]
+            if any(lid in tight for lid in j.use):
+                rates[jid] = level
+                del todo[jid]
+                for lid, m in j.use.items():
+                    weight[lid] -= m
+    return rates
+
+
+def simulate_phases(jobs: Sequence[PhasedJob], cap: Sequence[float], offsets: Mapping[str, float] | None = None,
+                    iterations: int = 60, warmup: int = 10) -> dict[str, float]:
+    """Mean iteration time of every job over iterations ``warmup+1 … iterations`` (steady state).
+
+    Job j waits ``offsets[j]`` seconds (default 0) before its first compute phase: the relative phase of the
+    jobs. All jobs run until every one has finished ``iterations``; the mean is taken over each job's own
+    iterations after its ``warmup``-th."""
+    if not 1 <= warmup < iterations:
+        raise ValueError("need 1 <= warmup < iterations")
+    offsets = offsets or {}
+    # state: phase 0 = waiting/compute-only (t_left), 1 = communication (bytes_left, lat_left, hide_left)
+    phase = {j.job_id: 0 for j in jobs}
+    t_left = {j.job_id: offsets.get(j.job_id, 0.0) + j.compute_s - j.hidden_s for j in jobs}
+    bytes_left = {j.job_id: 0.0 for j in jobs}
+    lat_left = {j.job_id: 0.0 for j in jobs}
+    hide_left = {j.job_id: 0.0 for j in jobs}
+    done = {j.job_id: 0 for j in jobs}
+    mark: dict[str, float] = {}
+    last: dict[str, float] = {}
+    by_id = {j.job_id: j for j in jobs}
+    now = 0.0
+    guard = 0
+    while min(done.values()) < iterations:
+        guard += 1
+        if guard > 10_000_000:
+            raise RuntimeError("phase simulation did not finish")
+        sending = [by_id[k] for k in sorted(by_id) if phase[k] == 1 and bytes_left[k] > 0]
+        rates = maxmin_rates(sending, cap) if sending else {}
+        dt = math.inf
+        for k in by_id:
+            if phase[k] == 0:
+                dt = min(dt, t_left[k])
+            else:
+                if bytes_left[k] > 0:
+                    dt = min(dt, bytes_left[k] / rates[k])
+                elif lat_left[k] > 0:
+                    dt = min(dt, lat_left[k])
+                if hide_left[k] > 0:
+                    dt = min(dt, hide_left[k])
+        dt = max(dt, 0.0)
+        now += dt
+        for k, j in by_id.items():
+            if phase[k] == 0:
+                t_left[k] -= dt
+                if t_left[k] <= 1e-12:
+                    phase[k] = 1
+                    bytes_left[k], lat_left[k], hide_left[k] = j.bytes_per_hop, j.latency_s, j.hidden_s
+            else:
+                if bytes_left[k] > 0:
+                    bytes_left[k] -= rates[k] * dt
+                    if bytes_left[k] <= 1e-9 * max(j.bytes_per_hop, 1.0):
+                        bytes_left[k] = 0.0
+                elif lat_left[k] > 0:
+                    lat_left[k] = max(lat_left[k] - dt, 0.0) if lat_left[k] - dt > 1e-12 else 0.0
+                if hide_left[k] > 0:
+                    hide_left[k] = hide_left[k] - dt if hide_left[k] - dt > 1e-12 else 0.0
+            if phase[k] == 1 and bytes_left[k] == 0 and lat_left[k] == 0 and hide_left[k] == 0:
+                done[k] += 1
+                if done[k] == warmup:
+                    mark[k] = now
+                if done[k] <= iterations:
+                    last[k] = now
+                phase[k] = 0
+                t_left[k] = j.compute_s - j.hidden_s
+    return {k: (last[k] - mark[k]) / (iterations - warmup) for k in by_id}
