@@ -43,11 +43,11 @@ def test_split_ring_runs_at_consolidated_speed_and_ignores_contention():
 
 
 def test_flat_run_keeps_trace_durations():
-    # five 3-GPU jobs on four 4-GPU servers: whatever the packing, some job gets GPUs on several servers while its
+    # five 3-GPU jobs on four 4-GPU servers, packed without waiting: some job gets GPUs on several servers while its
     # reference (consolidated) ring is inside one server; flat keeps every trace duration, none slows that job
     jobs = [JobSpec(job_id=f"j{i}", arrival_s=0.0, num_gpus=3, duration_s=1000.0, model="m") for i in range(5)]
     cat = ModelCatalog([PROF])
-    runs = {p: simulate(jobs, four_by_four(), "fifo", perf_model=p, catalog=cat) for p in ("flat", "none")}
+    runs = {p: simulate(jobs, four_by_four(), "fifo+pack", perf_model=p, catalog=cat) for p in ("flat", "none")}
     flat = [r["run_s"] for r in runs["flat"].records]
     none = [r["run_s"] for r in runs["none"].records]
     assert len(flat) == len(none) == 5
