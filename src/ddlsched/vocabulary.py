@@ -182,13 +182,32 @@ def markdown() -> str:
         "jobs still run and load the cluster, and the accounting still counts them. The summary states the window "
         "(`window_start_s`, `window_end_s`, `jobs_measured`) and the utilisation over it; `makespan_s` and "
         "`gpu_utilization` stay whole-run. `load.csv` gives the offered load and the busy share per hour (or day, "
-        "week) of the arrival span, so a steady stretch can be told from a burst.",
+        "week) of the arrival span, so a steady stretch can be told from a burst. `--window START:END` keeps only "
+        "the jobs arriving in that stretch of the trace.",
         "",
     ]
     return "\n".join(head + table("Per-job records (records.csv)", RECORD_FIELDS)
                      + table("Summary (summary.json)", SUMMARY_FIELDS)
                      + table("Mechanism counters (summary.json → mechanisms)", MECHANISMS)
-                     + table("Time series (timeseries.csv)", TIMESERIES_FIELDS)).rstrip() + "\n"
+                     + table("Time series (timeseries.csv)", TIMESERIES_FIELDS) + _warnings_section()).rstrip() + "\n"
+
+
+def _warnings_section() -> list[str]:
+    from ddlsched.metrics import warnings as w
+
+    return ["## Warnings", "",
+            "`simulate`, `compare` and the report print these after the numbers (`ddlsched.metrics.warnings`; the "
+            "thresholds are its module constants):", "",
+            f"* offered load below {w.LOW_LOAD} (policies barely differ) or above {w.HIGH_LOAD} (the queue grows with "
+            "the trace);",
+            f"* quarter loads of the arrival window differing more than {w.LOAD_SWING:g}× (a burst and a lull mixed);",
+            f"* realised load (`gpu_utilization_window`) above {w.REALISED_OVER_OFFERED}× the offered load, or "
+            f"`median_slowdown` above {w.MEDIAN_SLOWDOWN} (a slowdown spiral);",
+            f"* a queue that does not drain: jobs arriving in the last quarter wait more than {w.QUEUE_GROWTH:g}× as "
+            f"long as those in the first, and over {w.QUEUE_MIN_WAIT_S / 3600:g} h;",
+            f"* a makespan decided by one job: the last job finishes more than {100 * w.LAST_JOB_SHARE:g} % of the "
+            "makespan after every other (named);",
+            "* a confidence interval over fewer than 3 seeds.", ""]
 
 
 if __name__ == "__main__":

@@ -79,6 +79,7 @@ def simulate(policy: str, policy_param: tuple[str, ...], out: str, overwrite: bo
     console.print(f"{cluster.describe()}; {len(jobs)} jobs; {_load_text(summary)}")
     console.print(summary_table([summary], f"{policy} on {cluster.name}"))
     _window_note(summary)
+    _warnings([summary])
     console.print(f"results in {out}/")
     _maybe_report(make_report, out)
 
@@ -131,6 +132,7 @@ def compare(policies: str, out: str, overwrite: bool, resume: bool, make_report:
     console.print(f"{cluster.describe()}; {len(jobs)} jobs; {_load_text(rows[0])}")
     console.print(summary_table(rows, f"policies on {cluster.name}"))
     _window_note(rows[0])
+    _warnings(rows)
     note = mixed_models_note(rows)
     if note:
         _note(note)
@@ -200,8 +202,15 @@ def _load_text(summary: dict) -> str:
     text = f"offered load {load:.2f}"
     if isinstance(lo, float) and isinstance(hi, float) and not math.isnan(lo):
         text += f" (quarters of the arrival window {lo:.2f}–{hi:.2f})"
-        if hi > 2 * lo:
-            err_console.print(f"[yellow]warning:[/] the offered load varies more than 2× over the arrival window "
-                              f"({lo:.2f}–{hi:.2f} by quarter): the averages mix a burst with a lull; see load.csv, "
-                              "or pick a steady --window")
     return text
+
+
+def _warnings(rows: list[dict]) -> None:
+    """The analyst's warnings (``metrics.warnings``): the load's once, each run's own prefixed by its policy."""
+    from ddlsched.metrics.warnings import load_warnings, outcome_warnings
+
+    for w in load_warnings(rows[0]):
+        err_console.print(f"[yellow]warning:[/] {w}")
+    for r in rows:
+        for w in outcome_warnings(r) + r.get("_warnings", []):
+            err_console.print(f"[yellow]warning:[/] {r.get('policy', '')}: {w}")

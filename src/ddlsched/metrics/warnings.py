@@ -1,0 +1,99 @@
+"""Warnings a careful analyst would give about one run's numbers (docs/metrics.md, "Warnings").
+
+Each check reads the run's summary (``SUMMARY_FIELDS``) and, where it needs them, its per-job records; it
+returns one sentence per finding. The CLI prints them after the table and the report shows them beside it.
+Thresholds are module constants so a reader can see (and a caller can change) what "too" means.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+LOW_LOAD = 0.3  # offered load below this: the cluster is mostly idle, policies barely differ
+HIGH_LOAD = 1.2  # above this: more work arrives than the cluster can do, the queue grows without bound
+LOAD_SWING = 2.0  # max ÷ min quarter load above this: the window mixes a burst with a lull
+REALISED_OVER_OFFERED = 1.5  # GPUs busy this much longer than the ideal work needs: a slowdown spiral
+MEDIAN_SLOWDOWN = 2.0  # median run ÷ ideal run above this: most jobs run at half speed or worse
+QUEUE_GROWTH = 2.0  # mean wait of the last quarter's arrivals ÷ the first quarter's: the queue never drains
+QUEUE_MIN_WAIT_S = 3600.0  # ... and the last quarter's mean wait exceeds this (ignore growth of seconds)
+LAST_JOB_SHARE = 0.10  # the last job finishes this share of the makespan after every other: it decides makespan
+
+
+def _f(x: Any) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def load_warnings(summary: Mapping[str, Any]) -> list[str]:
+    """Offered load out of the useful range, or swinging over the window (the same for every policy)."""
+    out: list[str] = []
+    load = _f(summary.get("offered_load"))
+    if math.isfinite(load) and load < LOW_LOAD:
+        out.append(f"offered load {load:.2f} < {LOW_LOAD}: the cluster is mostly idle and policies barely differ; "
+                   "raise --load-scale or use a busier --window")
+    elif load > HIGH_LOAD:
+        out.append(f"offered load {load:.2f} > {HIGH_LOAD}: more work arrives than the cluster can do, so waits "
+                   "grow with the length of the trace; averages depend on where the trace is cut")
+    lo, hi = _f(summary.get("offered_load_min_quarter")), _f(summary.get("offered_load_max_quarter"))
+    if math.isfinite(lo) and math.isfinite(hi) and hi > LOAD_SWING * lo:
+        out.append(f"the offered load varies more than {LOAD_SWING:g}× over the arrival window ({lo:.2f}–{hi:.2f} "
+                   "by quarter): the averages mix a burst with a lull; see load.csv, or pick a steady --window")
+    return out
+
+
+def outcome_warnings(summary: Mapping[str, Any]) -> list[str]:
+    """A run whose GPUs are busy far longer than its jobs' ideal work needs, or whose median job crawls."""
+    out: list[str] = []
+    load = _f(summary.get("offered_load"))
+    busy = _f(summary.get("gpu_utilization_window"))
+    if math.isfinite(load) and load > 0 and busy > REALISED_OVER_OFFERED * load:
+        out.append(f"realised load {busy:.2f} (GPUs busy over the window) is {busy / load:.1f}× the offered load "
+                   f"{load:.2f}: jobs hold GPUs far longer than their ideal run time (a slowdown spiral: contention, "
+                   "spread or sharing)")
+    slow = _f(summary.get("median_slowdown"))
+    if slow > MEDIAN_SLOWDOWN:
+        out.append(f"median run time is {slow:.1f}× the ideal run time: most jobs run at half speed or worse")
+    return out
+
+
+def record_warnings(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A queue that keeps growing over the window, and a makespan decided by one job (named)."""
+    out: list[str] = []
+    if len(records) < 8:
+        return out
+    arr = [_f(r["arrival_s"]) for r in records]
+    lo, hi = min(arr), max(arr)
+    if hi > lo:
+        first = [_f(r["queue_s"]) for r, a in zip(records, arr, strict=True) if a < lo + (hi - lo) / 4]
+        last = [_f(r["queue_s"]) for r, a in zip(records, arr, strict=True) if a >= lo + 3 * (hi - lo) / 4]
+        if first and last:
+            w0, w1 = sum(first) / len(first), sum(last) / len(last)
+            if w1 > QUEUE_MIN_WAIT_S and w1 > QUEUE_GROWTH * w0:
+                out.append(f"the queue does not drain: jobs arriving in the last quarter of the window wait "
+                           f"{w1 / 3600:.1f} h on average, those in the first {w0 / 3600:.1f} h; the cluster is "
+                           "overloaded under this policy and the averages grow with the trace")
+    ends = sorted(((_f(r["finish_s"]), str(r["job_id"])) for r in records), reverse=True)
+    makespan = ends[0][0] - lo
+    gap = ends[0][0] - ends[1][0]
+    if makespan > 0 and gap > LAST_JOB_SHARE * makespan:
+        out.append(f"the makespan is decided by one job: {ends[0][1]} finishes {gap / 3600:.1f} h after every "
+                   f"other job ({100 * gap / makespan:.0f} % of the makespan)")
+    return out
+
+
+def run_warnings(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Every warning about one run: load, outcome, then records."""
+    return load_warnings(summary) + outcome_warnings(summary) + record_warnings(records)
+
+
+def seeds_warning(n_seeds: int) -> str | None:
+    """A confidence interval over fewer than 3 seeds says little (over 1 there is none)."""
+    if n_seeds >= 3:
+        return None
+    if n_seeds <= 1:
+        return "one seed per point: no confidence interval can be given; run ≥ 3 seeds"
+    return f"{n_seeds} seeds per point: the 95 % interval is very wide (t = 12.7); run ≥ 3 seeds"
