@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -18,14 +21,32 @@ def _pct(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if values.size else math.nan
 
 
+def _work_and_arrivals(records: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per record: GPUs × ideal run time, and the arrival instant."""
+    if not records:
+        return np.zeros(0), np.zeros(0)
+    gpus, ideal, arrivals = _columns(records, ("num_gpus", "ideal_run_s", "arrival_s"))
+    return gpus * ideal, arrivals
+
+
+def _columns(records: Sequence[dict[str, Any]], names: Sequence[str]) -> list[np.ndarray]:
+    """The records' values under ``names`` as float columns (contiguous copies)."""
+    flat = np.fromiter(chain.from_iterable(map(itemgetter(*names), records)), dtype=float,
+                       count=len(records) * len(names))
+    return [c.copy() for c in flat.reshape(len(records), len(names)).T]
+
+
 def offered_load(records: Sequence[dict[str, Any]], num_gpus: int) -> float:
     """Σ GPUs × ideal run time ÷ (cluster GPUs × arrival span) over the given records."""
-    if not records:
+    return _offered(*_work_and_arrivals(records), num_gpus)
+
+
+def _offered(work: np.ndarray, arrivals: np.ndarray, num_gpus: int) -> float:
+    if not work.size:
         return math.nan
-    arrivals = [r["arrival_s"] for r in records]
-    span = max(arrivals) - min(arrivals)
-    work = sum(r["num_gpus"] * r["ideal_run_s"] for r in records)
-    return work / (num_gpus * span) if span > 0 else math.inf
+    span = float(arrivals.max() - arrivals.min())
+    total = sum(work.tolist())  # in record order, as the definition reads
+    return total / (num_gpus * span) if span > 0 else math.inf
 
 
 def busy_share(ts: dict[str, list[float]], start: float, end: float, num_gpus: int) -> float:
@@ -33,27 +54,30 @@ def busy_share(ts: dict[str, list[float]], start: float, end: float, num_gpus: i
     times, busy = ts.get("time_s") or [], ts.get("busy_gpus") or []
     if not times or not end > start:
         return math.nan
-    area = 0.0
-    for i, t0 in enumerate(times):
-        t1 = times[i + 1] if i + 1 < len(times) else math.inf
-        lo, hi = max(t0, start), min(t1, end)
-        if hi > lo:
-            area += busy[i] * (hi - lo)
-    return area / (num_gpus * (end - start))
+    first = max(0, bisect_right(times, start) - 1)  # the step that holds `start`
+    last = bisect_left(times, end, lo=first)  # steps from here on begin at or after `end`
+    n = last - first
+    t = np.array(times[first:last + 1], dtype=float)
+    ends = np.append(t[1:], math.inf)[:n]  # the last step lasts forever
+    lo, hi = np.maximum(t[:n], start), np.minimum(ends, end)
+    width = hi - lo
+    terms = np.array(busy[first:last], dtype=float) * width
+    return sum(terms[width > 0].tolist()) / (num_gpus * (end - start))  # step order, as a running sum
 
 
 def quarter_loads(records: Sequence[dict[str, Any]], num_gpus: int) -> list[float]:
     """Offered load of the jobs arriving in each quarter of the records' arrival span (empty if the span is 0)."""
-    if not records:
+    return _quarters(*_work_and_arrivals(records), num_gpus)
+
+
+def _quarters(work: np.ndarray, arrivals: np.ndarray, num_gpus: int) -> list[float]:
+    if not work.size:
         return []
-    arrivals = [r["arrival_s"] for r in records]
-    lo, hi = min(arrivals), max(arrivals)
+    lo, hi = float(arrivals.min()), float(arrivals.max())
     if not hi > lo:
         return []
-    work = [0.0] * 4
-    for r in records:
-        work[min(3, int(4 * (r["arrival_s"] - lo) / (hi - lo)))] += r["num_gpus"] * r["ideal_run_s"]
-    return [w / (num_gpus * (hi - lo) / 4) for w in work]
+    quarter = np.minimum(3, (4 * (arrivals - lo) / (hi - lo)).astype(np.int64))
+    return [sum(work[quarter == q].tolist()) / (num_gpus * (hi - lo) / 4) for q in range(4)]
 
 
 def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]:
@@ -89,8 +113,8 @@ def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]
         out.update({k: math.nan for k in keys})
         out["preemptions"] = 0
         return out
-    col = {k: np.array([r[k] for r in recs], dtype=float) for k in ("jct_s", "queue_s", "run_s", "comm_s",
-                                                                   "comm_overhead_s", "ideal_run_s", *CAUSES)}
+    names = ("jct_s", "queue_s", "run_s", "comm_s", "comm_overhead_s", "ideal_run_s", *CAUSES)
+    col = dict(zip(names, _columns(recs, names), strict=True))
     jct = col["jct_s"]
     makespan = max(r["finish_s"] for r in all_recs) - min(r["arrival_s"] for r in all_recs)  # the whole run
     run = float(col["run_s"].sum())
@@ -98,7 +122,8 @@ def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]
     def share(key: str) -> float:
         return 100.0 * float(col[key].sum()) / run if run > 0 else 0.0
 
-    quarters = quarter_loads(recs, result.cluster.num_gpus)
+    work, arrivals = _work_and_arrivals(recs)
+    quarters = _quarters(work, arrivals, result.cluster.num_gpus)
     ideal = col["ideal_run_s"]
     slowdown = np.divide(col["run_s"], ideal, out=np.ones_like(ideal), where=ideal > 0)
     out.update({
@@ -115,7 +140,7 @@ def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]
         **{k[:-2] + "_pct": share(k) for k in CAUSES},
         "median_slowdown": _pct(slowdown, 50),
         "gpu_utilization": result.busy_gpu_s / (result.cluster.num_gpus * makespan) if makespan > 0 else math.nan,
-        "offered_load": offered_load(recs, result.cluster.num_gpus),
+        "offered_load": _offered(work, arrivals, result.cluster.num_gpus),
         "offered_load_min_quarter": min(quarters, default=math.nan),
         "offered_load_max_quarter": max(quarters, default=math.nan),
         "preemptions": int(sum(r["preemptions"] for r in recs)),
