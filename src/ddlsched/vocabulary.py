@@ -68,8 +68,8 @@ SUMMARY_FIELDS: dict[str, str] = {
     "window_start_s": "start of the measurement window (trace time): the first arrival, or later by --warmup",
     "window_end_s": "end of the measurement window: the last arrival, or earlier by --cooldown",
     "jobs_measured": "completed jobs that arrived inside the window; every per-job metric below is over them",
-    "gpu_utilization_window": "time-average of busy GPUs over the measurement window ÷ cluster GPUs (NaN when "
-                              "no time series was recorded)",
+    "gpu_utilization_window": "realised load: time-average of busy GPUs over the measurement window ÷ cluster "
+                              "GPUs (compare with offered_load; NaN when no time series was recorded)",
     "avg_jct_s": "mean JCT over completed jobs",
     "median_jct_s": "median JCT over completed jobs",
     "p95_jct_s": "95th-percentile JCT (linear interpolation) over completed jobs",
@@ -88,6 +88,8 @@ SUMMARY_FIELDS: dict[str, str] = {
     "restart_pct": "100 · Σ restart_s / Σ run_s",
     "median_slowdown": "median over completed jobs of run_s / ideal_run_s (1 = every job ran as if alone, "
                        "consolidated, on its fastest GPUs)",
+    "p95_slowdown": "95th percentile over completed jobs of run_s / ideal_run_s (the slow tail: split rings, "
+                    "contention, sharing)",
     "gpu_utilization": "time-average of GPUs held by at least one job, over the makespan (whole run), ÷ cluster "
                        "GPUs (the same quantity the time series samples as busy_gpus)",
     "offered_load": "Σ over completed jobs of GPUs × ideal_run_s ÷ (cluster GPUs × arrival span): > 1 means "

@@ -139,6 +139,7 @@ def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]
         "comm_overhead_pct": share("comm_overhead_s"),
         **{k[:-2] + "_pct": share(k) for k in CAUSES},
         "median_slowdown": _pct(slowdown, 50),
+        "p95_slowdown": _pct(slowdown, 95),
         "gpu_utilization": result.busy_gpu_s / (result.cluster.num_gpus * makespan) if makespan > 0 else math.nan,
         "offered_load": _offered(work, arrivals, result.cluster.num_gpus),
         "offered_load_min_quarter": min(quarters, default=math.nan),
