@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import html
 import json
 import math
 import re
@@ -219,6 +220,36 @@ def test_compare_and_simulate_report_flags(tmp_path: Path) -> None:
     got = bars["srtf+consolidated"]
     assert (got["mean"], got["ci95"], got["n"]) == (pytest.approx(avg), None, 1)
     assert got["lo"] == got["hi"] == got["mean"]  # one seed: no interval
+
+
+def test_report_measures_the_window_and_prints_the_warnings(tmp_path: Path) -> None:
+    """Per-job numbers over the jobs arriving in the summary's window (as the summary's), the window stated, and
+    metrics.warnings.run_warnings of the run shown in both pages."""
+    from ddlsched.metrics.report_data import measured
+    from ddlsched.metrics.results_dir import find_runs
+    from ddlsched.metrics.warnings import run_warnings
+
+    out = tmp_path / "sim"
+    res = CliRunner().invoke(cli, ["simulate", "--trace", str(MURI), "--cluster", "wang2020", "--max-jobs", "25",
+                                   "--policy", "fifo", "--warmup", "5jobs", "--out", str(out), "--quiet", "--report"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["jobs_measured"] == 20
+    table = _rows(out / "report_table.csv")[0]
+    assert float(table["avg_jct_s"]) == pytest.approx(summary["avg_jct_s"], rel=1e-12)
+    assert float(table["p95_jct_s"]) == pytest.approx(summary["p95_jct_s"], rel=1e-12)
+    everyone = statistics.mean(float(r["jct_s"]) for r in _rows(out / "records.csv"))
+    assert float(table["avg_jct_s"]) != pytest.approx(everyone)  # the warm-up jobs are left out
+    page, md = (out / "report.html").read_text(), (out / "report.md").read_text()
+    assert "20 of 25 completed jobs (warm-up/cool-down excluded)" in page and "20 of 25" in md
+    (run,) = find_runs(out)[1]
+    warns = run_warnings(run.summary, measured(run))
+    assert warns  # this slice of the Muri trace has one job deciding the makespan
+    for w in warns:
+        assert w in md and html.escape(w) in page
+    assert "Warnings" in page
+    util = json.loads((out / PLOTS_DIR / "utilization.json").read_text())["series"]["wang2020"]["fifo+consolidated"]
+    assert len(util["x"]) == 400
 
 
 def test_report_on_empty_dir_fails(tmp_path: Path) -> None:
