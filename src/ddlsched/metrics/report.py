@@ -44,7 +44,7 @@ PLOTS = (
     ("jct_cdf", "JCT distribution", "fraction of jobs"),
     ("avg_jct_s", "Average JCT", "average JCT (h)"),
     ("jct_by_size", "Mean JCT by job size", "mean JCT (h)"),
-    ("slowdown_by_size", "Mean slowdown by job size", "run time ÷ ideal run time"),
+    ("slowdown_by_size", "Mean slowdown by job size (1 = ideal)", "run time ÷ ideal run time"),
     ("makespan_s", "Makespan", "makespan (h)"),
     ("comm_overhead_pct", "Communication overhead", "communication overhead (% of run time)"),
 )
@@ -88,11 +88,11 @@ def _draw(data: dict[str, Any], plots_dir: Path) -> dict[str, list[tuple[str, st
                 s = rp.plot_cdf(png, title, cap, {p: d["jct_cdf"] for p, d in pols.items()}, cols)
             elif name.endswith("_by_size"):
                 key, scale = ("avg_jct_s", H) if name == "jct_by_size" else ("avg_slowdown", 1.0)
-                groups = [c for c in _classes(pols)]
+                groups = _classes(pols)
                 vals = {p: {c: [v / scale for v in d["by_size"][c][key]["values"]] for c in d["by_size"]}
                         for p, d in pols.items()}
-                s = rp.plot_grouped(png, title, ylabel, cap, groups, vals, cols,
-                                    lower=0.0 if name == "jct_by_size" else 1.0)
+                lower = 0.0 if name == "jct_by_size" else 1.0  # run time ≥ ideal run time
+                s = rp.plot_grouped(png, title, ylabel, cap, groups, vals, cols, lower=lower, base=lower)
             else:
                 scale = H if name.endswith("_s") else 1.0
                 vals = {p: [v / scale for v in d[name]["values"]] for p, d in pols.items()}
@@ -212,7 +212,7 @@ CI_NOTE = ("Error bars and ± values: Student-t 95 % confidence interval of the 
 _CSS = ("body{font-family:system-ui,sans-serif;max-width:1720px;margin:1.5em auto;padding:0 1em;color:#222}"
         "h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}"
         "table{border-collapse:collapse;margin:.6em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;"
-        "text-align:right}td:first-child,th:first-child{text-align:left}th{background:#f4f4f4;cursor:pointer;"
+        "text-align:right}td{white-space:nowrap}td:first-child,th:first-child{text-align:left}th{background:#f4f4f4;cursor:pointer;"
         "user-select:none}th[data-dir=asc]::after{content:' \\25B2'}th[data-dir=desc]::after{content:' \\25BC'}"
         "tbody tr:nth-child(even){background:#fafafa}.note{color:#555;font-size:13px}"
         ".warn{background:#fff6e0;border-left:4px solid #e0a000;padding:.3em 1em;font-size:14px;max-width:1200px}"

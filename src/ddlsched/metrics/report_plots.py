@@ -112,14 +112,16 @@ def plot_bars(path: Path, title: str, ylabel: str, caption: str, values: Mapping
 
 def plot_grouped(path: Path, title: str, ylabel: str, caption: str, groups: Sequence[str],
                  values: Mapping[str, Mapping[str, Sequence[float]]], cols: Mapping[str, Any], *,
-                 lower: float | None = 0.0) -> dict[str, Any]:
-    """Grouped bars: ``values[policy][group]`` holds per-seed values; one colour per policy, groups on x."""
+                 lower: float | None = 0.0, base: float = 0.0) -> dict[str, Any]:
+    """Grouped bars: ``values[policy][group]`` holds per-seed values; one colour per policy, groups on x. Bars
+    rise from ``base`` (1 for a slowdown: the ideal), so the axis starts there."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=SIZE_IN)
     k = max(1, len(values))
     width = 0.8 / k
     series: dict[str, Any] = {}
     ns: list[int] = []
+    top = base
     for i, (p, per_group) in enumerate(values.items()):
         series[p] = {}
         for g, group in enumerate(groups):
@@ -131,9 +133,12 @@ def plot_grouped(path: Path, title: str, ylabel: str, caption: str, groups: Sequ
             ns.append(st["n"])
             x = g + (i - (k - 1) / 2) * width
             err = [[st["mean"] - st["lo"]], [st["hi"] - st["mean"]]] if st["ci95"] is not None else None
-            ax.bar(x, st["mean"], width * 0.92, color=cols[p], alpha=0.85, yerr=err, capsize=3, ecolor="0.2",
-                   label=p if g == min(j for j, gg in enumerate(groups) if per_group.get(gg)) else None)
+            ax.bar(x, st["mean"] - base, width * 0.92, bottom=base, color=cols[p], alpha=0.85, yerr=err, capsize=3,
+                   ecolor="0.2", label=p if g == min(j for j, gg in enumerate(groups) if per_group.get(gg)) else None)
             ax.plot([x] * len(vals), vals, "o", ms=2.5, color="black", alpha=0.6, zorder=3)
+            top = max(top, st["hi"], *vals)
+    bottom = min([base, *(v for pg in values.values() for vs in pg.values() for v in vs)])
+    ax.set_ylim(bottom, top + max(0.08 * (top - bottom), 0.02 * max(abs(base), 1.0)))
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(list(groups))
     ax.set_ylabel(ylabel)
@@ -251,7 +256,7 @@ def plot_load(path: Path, title: str, caption: str, meta: Mapping[str, Any], win
     ax.grid(alpha=0.3)
     _top(fig, ax, title)
     _caption(fig, caption + (f" · per-{per} offered load up to {max(load):.1f} clipped" if clipped else "")
-             + " · busy share: lowest seed")
+             + f" · lowest seed ({meta['seed_shown']})")
     _save(fig, plt, path)
     return {"policy": meta["load_policy"], "t_h": [r["t_h"] for r in rows], "bucket_h": bucket_h,
             "offered_load": load, "busy_share": busy, "rolling": smooth, "rolling_buckets": k,
