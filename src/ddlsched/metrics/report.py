@@ -75,7 +75,7 @@ def _draw(data: dict[str, Any], plots_dir: Path) -> dict[str, list[tuple[str, st
         pngs[scen] = []
         for name, title, ylabel in PLOTS:
             png = plots_dir / f"{name}{suffix}.png"
-            cap = scen
+            cap = scen if len(scen) <= 80 else scen[:79] + "…"  # the caption is one line
             if name == "offered_load":
                 if not meta["load"]:
                     continue  # runs written before load.csv existed
@@ -207,7 +207,8 @@ def warnings_of(meta: dict[str, Any]) -> list[str]:
 
 
 CI_NOTE = ("Error bars and ± values: Student-t 95 % confidence interval of the mean over seeds "
-           "(t₀.₉₇₅,ₙ₋₁ · s/√n), clipped at the metric's range; none when a policy has one seed.")
+           "(t₀.₉₇₅,ₙ₋₁ · s/√n); none when a policy has one seed. Figures clip it at the metric's range (≥ 0, "
+           "≤ 100 %, slowdown ≥ 1).")
 
 _CSS = ("body{font-family:system-ui,sans-serif;max-width:1720px;margin:1.5em auto;padding:0 1em;color:#222}"
         "h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}"

@@ -75,7 +75,7 @@ def _fmt(v: float) -> str:
 
 
 def _xticks(ax: Any, labels: Sequence[str]) -> None:
-    long = sum(len(s) for s in labels) > 60
+    long = max((len(s) for s in labels), default=0) * len(labels) > 100  # would overlap at 10 pt
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(list(labels), rotation=15 if long else 0, ha="right" if long else "center")
 
@@ -137,7 +137,11 @@ def plot_grouped(path: Path, title: str, ylabel: str, caption: str, groups: Sequ
                    ecolor="0.2", label=p if g == min(j for j, gg in enumerate(groups) if per_group.get(gg)) else None)
             ax.plot([x] * len(vals), vals, "o", ms=2.5, color="black", alpha=0.6, zorder=3)
             top = max(top, st["hi"], *vals)
-    bottom = min([base, *(v for pg in values.values() for vs in pg.values() for v in vs)])
+    every = [v for pg in values.values() for vs in pg.values() for v in vs]
+    bottom = min([base, *every])
+    if base and every and all(abs(v - base) < 1e-9 for v in every):
+        ax.text(0.5, 0.5, f"every class of every policy at {base:g}", transform=ax.transAxes, ha="center",
+                color="0.35")
     ax.set_ylim(bottom, top + max(0.08 * (top - bottom), 0.02 * max(abs(base), 1.0)))
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(list(groups))
