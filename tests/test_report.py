@@ -250,6 +250,10 @@ def test_report_measures_the_window_and_prints_the_warnings(tmp_path: Path) -> N
     assert "Warnings" in page
     util = json.loads((out / PLOTS_DIR / "utilization.json").read_text())["series"]["wang2020"]["fifo+consolidated"]
     assert len(util["x"]) == 400
+    again = tmp_path / "again"
+    assert CliRunner().invoke(cli, ["report", str(out), "--out", str(again)]).exit_code == 0
+    for name in ("report.html", "report.md", "report_table.csv", f"{PLOTS_DIR}/utilization.png"):
+        assert (again / name).read_bytes() == (out / name).read_bytes(), name  # deterministic
 
 
 def test_report_on_empty_dir_fails(tmp_path: Path) -> None:

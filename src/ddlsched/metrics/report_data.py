@@ -125,7 +125,7 @@ def smoothed(ts: dict[str, list[float]], column: str, start: float, end: float, 
     grid = np.linspace(start, end, GRID_POINTS)
     lo, hi = np.maximum(grid - width / 2, start), np.minimum(grid + width / 2, end)
     avg = (step_integral(times, vals, hi) - step_integral(times, vals, lo)) / (hi - lo)
-    return {"t_s": grid.tolist(), "value": avg.tolist(), "width_s": width, "lo_s": lo.tolist(), "hi_s": hi.tolist()}
+    return {"t_s": grid.tolist(), "value": avg.tolist(), "width_s": width}
 
 
 def load_rows(run: Run) -> list[dict[str, float]]:
