@@ -83,6 +83,35 @@ def test_tasklevel_time_sharing_contention_and_retiming():
         assert r == pytest.approx({"a": (62 + m * BETA) / 1000, "b": (62 + 2 * m * BETA) / 1000})
 
 
+def test_authors_poll_defect_hand_computed():
+    # the case above under AdaDUAL with poll_defect: from 124 ms b waits (k = 1 on its NICs, so AdaDUAL reads a's
+    # remaining size every millisecond) and a's transfer runs twice as fast; b then transfers alone
+    from ddlsched.engine import SimConfig
+    from ddlsched.errors import ConfigError
+
+    jobs = [JobSpec("a", 0.0, 2, "resnet50", iterations=1), JobSpec("b", 0.0, 2, "resnet50", iterations=1)]
+    m = 99.2
+    left = m - 62 / BETA
+    a_end = 124 + left * BETA / 2
+    res = run_simulation(_cluster(2, 1), jobs, make_policy("adadual"), SimConfig(perf_params={"poll_defect": 1}))
+    r = {x["job_id"]: x for x in res.records}
+    assert {k: v["jct_s"] for k, v in r.items()} == pytest.approx({"a": a_end / 1000, "b": (a_end + m * BETA) / 1000})
+    assert r["a"]["contention_s"] < 0  # faster than its NIC allows: the mode is non-physical and says so
+    assert res.perf_params.get("poll_defect") == 1
+    for bad in (2, 0.5, "x"):
+        with pytest.raises(ConfigError, match="poll_defect"):
+            run_simulation(_cluster(2, 1), jobs, make_policy("adadual"), SimConfig(perf_params={"poll_defect": bad}))
+
+
+def test_authors_load_constant_changes_only_the_load_ranking():
+    from ddlsched.engine import SimConfig
+
+    jobs = [JobSpec("a", 0.0, 2, "resnet50", iterations=3)]
+    base = run_simulation(_cluster(2, 1), jobs, make_policy("srsf1"))
+    alt = run_simulation(_cluster(2, 1), jobs, make_policy("srsf1"), SimConfig(perf_params={"load_ms_per_mb": 7.8125}))
+    assert alt.records[0]["jct_s"] == base.records[0]["jct_s"]  # one job: nothing to rank
+
+
 def test_policies_listed():
     names = {n for n, _ in list_policies()}
     assert {"lwf-kappa", "srsf1", "srsf2", "srsf3", "adadual", "ada-srsf", "wang-first-fit"} <= names

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ddlsched.metrics.warnings import (
     load_warnings,
     outcome_warnings,
+    queue_warnings,
     record_warnings,
     run_warnings,
     seeds_warning,
@@ -39,16 +40,23 @@ def test_outcome_warnings() -> None:
     assert "2.5× the ideal" in outcome_warnings({**STEADY, "median_slowdown": 2.5})[0]
 
 
-def test_a_growing_queue_and_a_lone_last_job() -> None:
-    growing = record_warnings(_recs([0.0] * 5 + [3600.0 * i for i in range(15)]))
-    assert any("does not drain" in w for w in growing)
-    short = record_warnings(_recs([1.0] * 5 + [30.0 * i for i in range(15)]))  # grows, but by seconds: quiet
-    assert short == []
+def test_a_queue_that_never_empties() -> None:
+    # pending jobs over [0, 100]: the second half is [50, 100]
+    drains = {"time_s": [0.0, 10.0, 60.0, 70.0], "pending": [0, 5, 0, 3]}
+    assert queue_warnings(drains, 0.0, 100.0) == []  # empty over [60, 70)
+    stuck = {"time_s": [0.0, 10.0, 60.0, 70.0, 120.0], "pending": [0, 5, 2, 3, 0]}
+    assert "at least 2 job(s) wait" in queue_warnings(stuck, 0.0, 100.0)[0]  # empties only after the window
+    assert "at least 5 job(s)" in queue_warnings(stuck, 0.0, 20.0)[0]  # second half [10, 20]: 5 wait throughout
+    assert queue_warnings({}, 0.0, 100.0) == []
+
+
+def test_a_lone_last_job() -> None:
     finishes = [100.0 * i + 60.0 for i in range(20)]
     finishes[3] = 10_000.0  # ends 8,040 s after the next-latest job, in a makespan of 10,000 s
     lone = record_warnings(_recs([10.0] * 20, finishes))
     assert lone == ["the makespan is decided by one job: j3 finishes 2.2 h after every other job (80 % of the "
                     "makespan)"]
+    assert record_warnings(_recs([10.0] * 20)) == []
 
 
 def test_seeds_warning() -> None:

@@ -270,10 +270,11 @@ def run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, workl
     if result.unfinished:
         err_console.print(f"[yellow]warning:[/] {len(result.unfinished)} job(s) never finished under "
                           f"{policy_name}")
-    from ddlsched.metrics.warnings import record_warnings
+    from ddlsched.metrics.warnings import queue_warnings, record_warnings
 
     lo, hi = summary["window_start_s"], summary["window_end_s"]
-    summary["_warnings"] = record_warnings([r for r in result.records if lo <= r["arrival_s"] <= hi])
+    summary["_warnings"] = (queue_warnings(result.timeseries, lo, hi)
+                            + record_warnings([r for r in result.records if lo <= r["arrival_s"] <= hi]))
     summary["_wall_s"] = result.wall_s
     summary["_events"] = result.events
     return summary

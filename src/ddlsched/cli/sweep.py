@@ -23,17 +23,21 @@ err_console = Console(stderr=True, soft_wrap=True)
 @click.option("--backend", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local: a process pool; ray: Ray tasks (local Ray unless --address).")
 @click.option("--address", default=None, help="Ray cluster address (e.g. ray://head:10001 or auto).")
+@click.option("--ray-runtime-env", "runtime_env", default=None, metavar="JSON|FILE",
+              help="Ray runtime_env for the workers (JSON text or a .json/.yaml file), e.g. "
+                   "'{\"pip\": [\"ddlsched==0.2.0\"]}' or '{\"working_dir\": \".\"}'; needs --backend ray.")
 @click.option("--dry-run", is_flag=True, help="Only list the cells and which are already finished.")
 @click.option("--report", "make_report", is_flag=True, help="Write report.html/report.md when done.")
 @click.option("--quiet", is_flag=True, help="No progress bar or per-cell lines.")
 @plugin_option
-def sweep(config: str, out: str | None, workers: int, backend: str, address: str | None, dry_run: bool,
-          make_report: bool, quiet: bool, plugins: tuple[str, ...]) -> None:
+def sweep(config: str, out: str | None, workers: int, backend: str, address: str | None, runtime_env: str | None,
+          dry_run: bool, make_report: bool, quiet: bool, plugins: tuple[str, ...]) -> None:
     """Run every cell of the CONFIG matrix (YAML/TOML); resumes, skipping finished cells."""
-    from ddlsched.experiments.sweep import CELLS, check_backend, is_finished, run_sweep
+    from ddlsched.experiments.sweep import CELLS, check_backend, is_finished, parse_runtime_env, run_sweep
     from ddlsched.experiments.sweep_config import load_cells
 
     cfg, cells = load_cells(config, plugins)
+    env = parse_runtime_env(runtime_env, backend)
     if not dry_run:
         check_backend(workers, backend, address)
     out_dir = Path(out or f"results/sweeps/{cfg.name}")
@@ -76,9 +80,11 @@ def sweep(config: str, out: str | None, workers: int, backend: str, address: str
                 line(cell, output)
                 bar.update(task, completed=state["done"], failed=state["failed"])
 
-            outcome = run_sweep(cells, out_dir, workers=workers, backend=backend, address=address, on_done=tick)
+            outcome = run_sweep(cells, out_dir, workers=workers, backend=backend, address=address, on_done=tick,
+                                    runtime_env=env)
     else:
-        outcome = run_sweep(cells, out_dir, workers=workers, backend=backend, address=address, on_done=line)
+        outcome = run_sweep(cells, out_dir, workers=workers, backend=backend, address=address, on_done=line,
+                                runtime_env=env)
     click.echo(f"{outcome.total} cells: {outcome.ran} run, {outcome.skipped} already finished, "
                f"{len(outcome.failed)} failed; {outcome.wall_s:.1f} s; table in {outcome.results_csv}")
     for cid, msg in outcome.failed:

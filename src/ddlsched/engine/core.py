@@ -79,7 +79,7 @@ class Core:
     def complete(self, st: JobState) -> None:
         """The model finished a job: build its record and check that its accounts close."""
         st.status = JobStatus.DONE
-        self.records.append(job_record(st, self.model.name))
+        self.records.append(job_record(st, self.model.name, self.model.nonphysical))
         if self._audit:
             self.audit_log.append((self.now, "finish", st.job_id, st.work))
 

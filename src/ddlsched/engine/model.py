@@ -70,6 +70,9 @@ class ExecutionModel(ABC):
     decision_types: ClassVar[tuple[type, ...]]
     options: ClassVar[frozenset[str]]
     """Engine options that apply to this model (others given explicitly are an error)."""
+    nonphysical: frozenset[str] = frozenset()
+    """Run-time causes this run may drive below 0 (only a deliberately non-physical mode sets it, e.g. the task-DAG
+    model's ``poll_defect``); every other cause stays checked ≥ 0 at every finish."""
 
     def __init__(self, cluster: Cluster, catalog: ModelCatalog, requirements: Requirements,
                  settings: ModelSettings) -> None:

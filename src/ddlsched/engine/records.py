@@ -17,10 +17,10 @@ the absolute clock (its spacing grows with the time of day); it must not scale w
 long wait would hide a whole cause (a job queued for months once had 15 s of spread and contention zeroed)."""
 
 
-def job_record(st: JobState, model: str) -> dict[str, Any]:
+def job_record(st: JobState, model: str, may_be_negative: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The record of a finished job (columns and meanings: ``ddlsched.vocabulary.RECORD_FIELDS``), after checking
     that its accounts close: queue, run and every cause ≥ 0 and run = ideal + Σ causes (within the tolerance; float
-    noise inside it reads as exactly 0)."""
+    noise inside it reads as exactly 0). Causes in ``may_be_negative`` (a non-physical mode) skip the ≥ 0 check."""
     spec = st.spec
     assert st.finish is not None and st.first_start is not None
     jct = st.finish - spec.arrival_s
@@ -30,9 +30,9 @@ def job_record(st: JobState, model: str) -> dict[str, Any]:
     if min(causes) < tol:
         for i, x in enumerate(causes):
             if x < tol:
-                if x < -tol:
+                if x < -tol and _CAUSE_NAMES[i] not in may_be_negative:
                     raise SimulationError(f"{model} model, job {spec.job_id}: negative {_CAUSE_NAMES[i]} = {x}")
-                if x > -tol:
+                elif x > -tol:
                     causes[i] = 0.0
     ideal = st.ideal_run_s
     queue = jct - run

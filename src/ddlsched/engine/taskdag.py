@@ -80,6 +80,7 @@ class TaskJob(JobState):
     comm_remaining: float = 0.0
     comm_rate: float = 0.0  # MB per second
     comm_k: int = 0
+    comm_speed_up: int = 1  # poll_defect only
     comm_t: float = 0.0
     comm_version: int = 0
     ideal_c: float = 0.0
@@ -195,10 +196,19 @@ class TaskDagModel(ExecutionModel):
             raise ConfigError(f"the task-DAG execution model uses its own per-transfer 'abe' physics; "
                               f"perf model {settings.perf_model!r} does not apply", field="perf_model")
         p = dict(settings.perf_params)
-        unknown = sorted(set(p) - {"beta", "eta", "profile"})
+        unknown = sorted(set(p) - {"beta", "eta", "profile", "poll_defect", "load_ms_per_mb"})
         if unknown:
             raise ConfigError(f"unknown physics parameter(s) {unknown} for the task-DAG model; it takes beta, eta "
-                              "(ms/MB) and profile", field="perf_param")
+                              "(ms/MB), profile, poll_defect and load_ms_per_mb", field="perf_param")
+        load_c = p.pop("load_ms_per_mb", None)
+        if load_c is not None and (isinstance(load_c, bool) or not isinstance(load_c, int | float)
+                                   or not math.isfinite(load_c) or load_c < 0):
+            raise ConfigError("load_ms_per_mb must be a finite number >= 0", field="perf_param")
+        self.poll_defect = p.pop("poll_defect", 0)
+        if self.poll_defect not in (0, 1) or isinstance(self.poll_defect, float):
+            raise ConfigError("poll_defect must be 0 or 1", field="perf_param")
+        if self.poll_defect:
+            self.nonphysical = frozenset({"contention_s"})
         if p.get("profile") is not None:
             fit = load_profile(str(p["profile"]))
             p.setdefault("beta", fit["beta_ms_per_mb"])
@@ -207,6 +217,8 @@ class TaskDagModel(ExecutionModel):
         self.eta = float(p.get("eta", PAPER_ETA_MS_PER_MB))
         if not (math.isfinite(self.beta) and self.beta > 0 and math.isfinite(self.eta) and self.eta >= 0):
             raise ConfigError("need finite beta > 0 and eta >= 0 (ms/MB)", field="perf_param")
+        # GPU-load bookkeeping (what LWF-κ reads): a transfer counts load_ms_per_mb per MB, by default β
+        self.load_ms_per_mb = self.beta if load_c is None else float(load_c)
         mp = dict(settings.model_params)
         unknown = sorted(set(mp) - {"max_task_iters"})
         if unknown:
@@ -331,7 +343,12 @@ class TaskDagModel(ExecutionModel):
         return [j.job_id for j in self.queue] + list(self.running)
 
     def physics(self) -> tuple[str, dict[str, Any]]:
-        return "abe-transfers", {"beta": self.beta, "eta": self.eta, "max_task_iters": self.max_task_iters}
+        params = {"beta": self.beta, "eta": self.eta, "max_task_iters": self.max_task_iters}
+        if self.poll_defect:
+            params["poll_defect"] = 1
+        if self.load_ms_per_mb != self.beta:
+            params["load_ms_per_mb"] = self.load_ms_per_mb
+        return "abe-transfers", params
 
     def finish_checks(self) -> None:
         if self._busy_gpus or any(self.gpu_mem) or any(self.gpu_busy) or any(self.node_comm):
@@ -389,7 +406,7 @@ class TaskDagModel(ExecutionModel):
         job.comm_remaining = job.size_mb
         job.comm_t = now
         job.comm_rate = 0.0
-        job.comm_k = 0
+        job.comm_k, job.comm_speed_up = 0, 1
         self._mech["transfers"] += 1
         if any(self.node_comm[s] for s in job.nodes):
             self._mech["contended_transfers"] += 1
@@ -403,7 +420,7 @@ class TaskDagModel(ExecutionModel):
         job.comm_active = False
         for s in job.nodes:
             self.node_comm[s].remove(job)
-        per_gpu = self.transfer_alone_s(job.size_mb)
+        per_gpu = self.load_ms_per_mb * job.size_mb / 1000.0
         for g in job.gpus:
             self._unload(job, g, per_gpu)
 
@@ -411,23 +428,40 @@ class TaskDagModel(ExecutionModel):
         return max(len(self.node_comm[s]) for s in job.nodes) if job.nodes else 0
 
     def _retime(self) -> None:
-        """Give every active transfer the speed of its busiest NIC; re-time those whose k changed."""
+        """Give every active transfer the speed of its busiest NIC; re-time those whose k changed (or, with
+        ``poll_defect``, whose number of polling jobs changed)."""
         now = self.ctx.now
         seen: set[str] = set()
+        polls = self._pollers() if self.poll_defect else None
         for jobs in self.node_comm:
             for job in jobs:
                 if job.job_id in seen:
                     continue
                 seen.add(job.job_id)
                 k = self.k_max(job)
-                if k == job.comm_k:
+                speed_up = 1 + polls.get(job.job_id, 0) if polls is not None else 1
+                if (k, speed_up) == (job.comm_k, job.comm_speed_up):
                     continue
                 job.comm_remaining = self.remaining_mb(job)
                 job.comm_t = now
-                job.comm_k = k
-                job.comm_rate = speed_mb_per_ms(k, self.beta, self.eta) * 1000.0
+                job.comm_k, job.comm_speed_up = k, speed_up
+                job.comm_rate = speed_mb_per_ms(k, self.beta, self.eta) * 1000.0 * speed_up
                 job.comm_version += 1
                 self.ctx.push(now + job.comm_remaining / job.comm_rate, COMM, job.job_id, job.comm_version)
+
+    def _pollers(self) -> dict[str, int]:
+        """``poll_defect`` (authors-compatible, non-physical; docs/policies/adadual.md §10): per active transfer, the
+        multi-server jobs waiting for admission on one of its NICs whose busiest NIC carries exactly one transfer —
+        the only case in which AdaDUAL's admission test reads remaining sizes (k = 0 admits, k ≥ 2 refuses). In the
+        authors' simulator each such job reads the transfer's remaining size every millisecond and each read
+        advances it by the bytes sent since its last rate change once more, so the transfer moves (1 + pollers)
+        times too fast."""
+        waiting = [j for j in self.running.values() if j.comm_ready and j.multi and self.k_max(j) == 1]
+        out: dict[str, int] = {}
+        for w in waiting:
+            for t in {t.job_id for s in w.nodes for t in self.node_comm[s]}:
+                out[t] = out.get(t, 0) + 1
+        return out
 
     def _sync(self, job: TaskJob) -> None:
         """The step's all-reduce is done: account the step, then the next step or the job's end."""
@@ -477,7 +511,7 @@ class TaskDagModel(ExecutionModel):
         job.placements, job.max_servers, job.max_racks = 1, len(job.nodes), len(c.racks_of(gpus))
         job.alone_c = (job.fw + job.bw) / min(job.speed.values())
         job.alone_m = self.transfer_alone_s(job.size_mb) if job.multi else 0.0
-        per_step_comm = job.alone_m
+        per_step_comm = self.load_ms_per_mb * job.size_mb / 1000.0 if job.multi else 0.0
         if any(self.gpu_jobs[g] for g in gpus):
             self._mech["time_shared_starts"] += 1
         for g in gpus:

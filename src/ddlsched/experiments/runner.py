@@ -112,8 +112,9 @@ def simulate_run(policy_name: str, policy_params: dict[str, Any], cluster: Any, 
     return run_simulation(cluster, jobs, policy, config, catalog=catalog, progress=progress, skipped=skipped)
 
 
-def run_cell(params: CellParams | dict[str, Any]) -> CellOutput:
-    """Run one cell and return its files; never raises for a failing simulation (the error is returned)."""
+def run_cell(params: CellParams | dict[str, Any], shown: dict[str, str] | None = None) -> CellOutput:
+    """Run one cell and return its files; never raises for a failing simulation (the error is returned).
+    ``shown`` maps a local copy's path to the path the results should name (inputs shipped to a Ray worker)."""
     from ddlsched.metrics.output import write_run
     from ddlsched.policies import load_plugin
 
@@ -123,6 +124,9 @@ def run_cell(params: CellParams | dict[str, Any]) -> CellOutput:
     try:
         jobs, notes, label = load_workload(p.trace, seed=p.seed, fmt=p.trace_format, options=p.trace_options,
                                            max_jobs=p.max_jobs, load_scale=p.load_scale)
+        for local, original in (shown or {}).items():
+            label = label.replace(local, original)
+            notes = [n.replace(local, original) for n in notes]
         cluster = load_cluster_for(p.cluster, seed=p.seed, oversubscription=p.oversubscription)
         for plugin in p.plugins:
             load_plugin(plugin)

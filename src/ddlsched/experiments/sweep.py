@@ -28,6 +28,7 @@ from typing import Any
 
 from ddlsched.errors import ConfigError, InputError
 from ddlsched.experiments.runner import CellOutput, CellParams, cell_json, run_cell
+from ddlsched.experiments.shipping import Shipped, collect
 from ddlsched.experiments.sweep_config import Cell
 
 CELLS = "cells"
@@ -59,17 +60,26 @@ def plugin_sources(cells: list[Cell]) -> PluginSources:
     return tuple((s, plugin_source(s)) for s in specs)
 
 
-def _run_cell_dict(params: dict[str, Any], plugins: PluginSources = ()) -> CellOutput:
-    """A worker's task: import the sweep's plug-ins (from the shipped source: a Ray worker on another machine
-    has no copy of the file), then run the cell."""
+def _run_cell_dict(params: dict[str, Any], plugins: PluginSources = (), shipped: Shipped | None = None
+                   ) -> CellOutput:
+    """A worker's task: import the sweep's plug-ins and write the trace and cluster files from the shipped
+    bytes (a Ray worker on another machine has no copy of them), then run the cell on those copies."""
+    from ddlsched.experiments.shipping import materialise
     from ddlsched.policies.registry import load_plugin
 
+    shown: dict[str, str] = {}
     try:
         for spec, source in plugins:
             load_plugin(spec, source)
+        params = dict(params)
+        for key in ("trace", "cluster"):
+            original = params[key]
+            if isinstance(original, str) and shipped and original in shipped:
+                params[key] = materialise(original, shipped[original])
+                shown[params[key]] = original
     except Exception as e:
         return CellOutput({}, None, f"{type(e).__name__}: {e}", 0.0)
-    return run_cell(params)
+    return run_cell(params, shown=shown)
 
 
 def _die_with_parent(parent: int) -> None:
@@ -151,18 +161,22 @@ def import_ray() -> Any:
     return ray
 
 
-def _ray(todo: list[Cell], workers: int, address: str | None) -> Iterator[tuple[Cell, CellOutput]]:
+def _ray(todo: list[Cell], workers: int, address: str | None, runtime_env: dict[str, Any] | None = None
+         ) -> Iterator[tuple[Cell, CellOutput]]:
     ray = import_ray()
     started = not ray.is_initialized()
     if started:
         kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
         if address is None:
             kw["num_cpus"] = workers
+        if runtime_env:
+            kw["runtime_env"] = runtime_env
         ray.init(address=address, **kw)
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(_run_cell_dict)
         plugins = plugin_sources(todo)
-        refs = {task.remote(c.params.to_dict(), plugins): c for c in todo}
+        shipped = ray.put(collect([x for c in todo for x in (c.params.trace, c.params.cluster)]))
+        refs = {task.remote(c.params.to_dict(), plugins, shipped): c for c in todo}
         pending = list(refs)
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
@@ -190,9 +204,30 @@ def check_backend(workers: int, backend: str, address: str | None) -> None:
         import_ray()  # a clear error before anything starts
 
 
+def parse_runtime_env(text: str | None, backend: str) -> dict[str, Any] | None:
+    """``--ray-runtime-env``: JSON text, or a .json/.yaml file holding a mapping (Ray checks its keys)."""
+    if text is None:
+        return None
+    if backend != "ray":
+        raise InputError("--ray-runtime-env needs --backend ray", field="--ray-runtime-env")
+    from ddlsched.cluster.config import read_structured
+
+    if Path(text).is_file():
+        value: Any = read_structured(Path(text))  # its errors name the file and line
+    else:
+        try:
+            value = json.loads(text)
+        except ValueError as e:
+            raise InputError(f"neither a file nor JSON text ({e})", field="--ray-runtime-env") from None
+    if not isinstance(value, dict):
+        raise InputError(f"must be a mapping (e.g. {{\"working_dir\": \".\"}}), got {text!r}",
+                         field="--ray-runtime-env")
+    return value
+
+
 def run_sweep(cells: list[Cell], out_dir: Path, *, workers: int = 2, backend: str = "local",
               address: str | None = None, on_done: Callable[[Cell, CellOutput | None], None] | None = None,
-              ) -> SweepOutcome:
+              runtime_env: dict[str, Any] | None = None) -> SweepOutcome:
     """Run every unfinished cell; ``on_done(cell, output)`` is called per cell (output None = skipped)."""
     check_backend(workers, backend, address)
     t0 = time.perf_counter()
@@ -214,7 +249,7 @@ def run_sweep(cells: list[Cell], out_dir: Path, *, workers: int = 2, backend: st
     if todo:
         if backend == "ray":
             import_ray()  # a clear error before anything starts
-        it = _ray(todo, workers, address) if backend == "ray" else _local(todo, workers)
+        it = _ray(todo, workers, address, runtime_env) if backend == "ray" else _local(todo, workers)
         for cell, out in it:
             write_cell(out_dir, cell, out)
             outcome.ran += 1

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ddlsched.errors import InputError
+from ddlsched.workload.cache import cached_load
 from ddlsched.workload.csvrows import csv_error_message
 from ddlsched.workload.loaders._common import check_file, iter_lines
 from ddlsched.workload.loaders.elasticflow import load_elasticflow
@@ -146,7 +147,8 @@ def load_trace(path: str | Path, format: str | None = None, **opts: Any) -> Trac
         accepted = ", ".join(_flag(k) for k in params if k != "path")
         raise InputError(f"{', '.join(_flag(k) for k in bad)} is not accepted by format {fmt!r}; it accepts "
                          f"{accepted}", path=str(path), field=bad[0])
-    trace = loader(path, **{k: v for k, v in opts.items() if k in params})
+    kept = {k: v for k, v in opts.items() if k in params}
+    trace = cached_load(Path(path), fmt, kept, lambda: loader(path, **kept))
     if implied:
         trace.notes.insert(0, "format 'generic_csv' implied by the column mapping (--column)")
     elif format is None:
