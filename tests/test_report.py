@@ -243,7 +243,7 @@ def test_report_measures_the_window_and_prints_the_warnings(tmp_path: Path) -> N
     page, md = (out / "report.html").read_text(), (out / "report.md").read_text()
     assert "20 of 25 completed jobs (warm-up/cool-down excluded)" in page and "20 of 25" in md
     (run,) = find_runs(out)[1]
-    warns = run_warnings(run.summary, measured(run))
+    warns = run_warnings(run.summary, measured(run), run.timeseries())
     assert warns  # this slice of the Muri trace has one job deciding the makespan
     for w in warns:
         assert w in md and html.escape(w) in page

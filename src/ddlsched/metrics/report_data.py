@@ -144,7 +144,7 @@ def scenario_warnings(runs: list[Run]) -> list[str]:
     merged: dict[tuple[str, str], list[int]] = {}
     for r in sorted(runs, key=lambda r: r.seed):
         load = set(load_warnings(r.summary))
-        for w in run_warnings(r.summary, measured(r)):
+        for w in run_warnings(r.summary, measured(r), r.timeseries()):
             seeds = merged.setdefault(("" if w in load else r.policy, w), [])
             if r.seed not in seeds:
                 seeds.append(r.seed)
