@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import base64
 import csv
+import html
 import json
 import math
 import re
 import statistics
+import struct
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from ddlsched.cli import cli
 from ddlsched.metrics.report import PLOTS, PLOTS_DIR
 from ddlsched.metrics.stats import mean_ci95, t975
+from ddlsched.metrics.summary import busy_share
 
 REPO = Path(__file__).resolve().parents[1]
 MURI = REPO / "data/traces/muri/trace1.csv"
@@ -56,16 +60,30 @@ def _cells(out: Path) -> dict[tuple[str, str], list[Path]]:
     return {k: [d for d, _ in sorted(v, key=lambda x: x[1])] for k, v in groups.items()}
 
 
-def test_html_embeds_one_image_per_plot(sweep_dir: Path) -> None:
+def _png_names(out: Path) -> dict[str, str]:
+    """scenario → the suffix of its PNG files (none with one scenario)."""
+    series = json.loads((out / PLOTS_DIR / "avg_jct_s.json").read_text())["series"]
+    if len(series) == 1:
+        return {s: "" for s in series}
+    return {s: "-" + s.replace("=", "_") for s in series}
+
+
+def test_html_embeds_one_image_per_plot_and_scenario(sweep_dir: Path) -> None:
     page = (sweep_dir / "report.html").read_text()
     imgs = _images(page)
-    assert len(imgs) == len(PLOTS)
-    for (name, *_), img in zip(PLOTS, imgs, strict=True):
-        assert img.startswith(PNG_MAGIC)
-        assert img == (sweep_dir / PLOTS_DIR / f"{name}.png").read_bytes()
-    assert "http://" not in page and "https://" not in page and "<script" not in page
+    names = _png_names(sweep_dir)
+    assert len(names) == 2 and len(imgs) == 2 * len(PLOTS)
+    expected = [(sweep_dir / PLOTS_DIR / f"{name}{suffix}.png").read_bytes() for suffix in names.values()
+                for name, *_ in PLOTS]
+    for img, want in zip(imgs, expected, strict=True):
+        assert img.startswith(PNG_MAGIC) and img == want
+        w, h = struct.unpack(">II", img[16:24])
+        assert (w, h) == (825, 462)  # 7.5 × 4.2 in at 110 dpi (experiments.figures)
+    # self-contained: no external asset; the only script is the inline table sorter
+    assert "http://" not in page and "https://" not in page and "<script src" not in page
+    assert page.count("<script>") == 1 and "table.sortable" in page
     md = (sweep_dir / "report.md").read_text()
-    assert md.count("](report_plots/") == len(PLOTS)
+    assert md.count("](report_plots/") == 2 * len(PLOTS)
     assert "offered load" in md and "Student-t 95 %" in md
 
 
@@ -101,15 +119,79 @@ def test_bar_plots_are_means_with_t_ci(sweep_dir: Path) -> None:
     assert any(v["ci95"] > 0 for s in plots["avg_jct_s"].values() for v in s.values())
 
 
-def test_time_series_plots_are_the_timeseries(sweep_dir: Path) -> None:
+def test_time_series_plots_are_rolling_averages_over_the_active_period(sweep_dir: Path) -> None:
+    """Each point is the time-average of the step series over its window, as summary.busy_share computes it."""
     util = json.loads((sweep_dir / PLOTS_DIR / "utilization.json").read_text())["series"]
     queue = json.loads((sweep_dir / PLOTS_DIR / "queue.json").read_text())["series"]
+    for scen in util:
+        dirs = {pol: d for (s, pol), d in _cells(sweep_dir).items() if s == scen}
+        recs = [r for d in dirs.values() for r in _rows(d[0] / "records.csv")]
+        t0 = min(float(r["arrival_s"]) for r in recs)
+        t1 = max(float(r["finish_s"]) for r in recs)
+        for pol, d in dirs.items():
+            rows = _rows(d[0] / "timeseries.csv")  # lowest seed
+            ts = {k: [float(r[k]) for r in rows] for k in ("time_s", "busy_gpus", "pending")}
+            gpus = json.loads((d[0] / "summary.json").read_text())["cluster_gpus"]
+            u, q = util[scen][pol], queue[scen][pol]
+            assert u["t0_s"] == t0 and u["width_h"] == pytest.approx((t1 - t0) / 100 / 3600)
+            assert u["x"][0] == 0 and u["x"][-1] == pytest.approx((t1 - t0) / 3600)
+            half = (t1 - t0) / 200
+            for i in (0, 7, len(u["x"]) // 2, len(u["x"]) - 1):
+                t = t0 + u["x"][i] * 3600
+                lo, hi = max(t0, t - half), min(t1, t + half)
+                assert u["y"][i] == pytest.approx(busy_share(ts, lo, hi, gpus), rel=1e-9, abs=1e-12)
+                pend = {"time_s": ts["time_s"], "busy_gpus": ts["pending"]}
+                assert q["y"][i] == pytest.approx(busy_share(pend, lo, hi, 1), rel=1e-9, abs=1e-12)
+            assert all(0 <= y <= 1 for y in u["y"])
+
+
+def test_size_classes_table_and_bars_are_the_records(sweep_dir: Path) -> None:
+    jct = json.loads((sweep_dir / PLOTS_DIR / "jct_by_size.json").read_text())["series"]
+    slow = json.loads((sweep_dir / PLOTS_DIR / "slowdown_by_size.json").read_text())["series"]
+
+    def cls(g: int) -> str:
+        return "1 GPU" if g <= 1 else "2–4 GPUs" if g <= 4 else "5–8 GPUs" if g <= 8 else ">8 GPUs"
+
+    seen = set()
     for (scen, pol), dirs in _cells(sweep_dir).items():
-        ts = _rows(dirs[0] / "timeseries.csv")  # lowest seed
-        gpus = json.loads((dirs[0] / "summary.json").read_text())["cluster_gpus"]
-        assert util[scen][pol]["x"] == pytest.approx([float(r["time_s"]) / 3600 for r in ts])
-        assert util[scen][pol]["y"] == pytest.approx([float(r["busy_gpus"]) / gpus for r in ts])
-        assert queue[scen][pol]["y"] == pytest.approx([float(r["pending"]) for r in ts])
+        per: dict[str, list[tuple[float, float]]] = {}
+        for d in dirs:
+            by: dict[str, list[dict[str, str]]] = {}
+            for r in _rows(d / "records.csv"):
+                by.setdefault(cls(int(r["num_gpus"])), []).append(r)
+            for c, rs in by.items():
+                per.setdefault(c, []).append((statistics.mean(float(r["jct_s"]) for r in rs) / 3600,
+                                              statistics.mean(float(r["run_s"]) / float(r["ideal_run_s"])
+                                                              for r in rs)))
+        for c, vals in per.items():
+            seen.add(c)
+            got_j, got_s = jct[scen][pol][c], slow[scen][pol][c]
+            assert got_j["n"] == len(vals)
+            assert got_j["mean"] == pytest.approx(statistics.mean(v[0] for v in vals), rel=1e-9)
+            assert got_s["mean"] == pytest.approx(statistics.mean(v[1] for v in vals), rel=1e-9)
+            assert got_s["mean"] >= 1 - 1e-9 and got_j["lo"] >= 0 and got_s["lo"] >= 1 - 1e-9
+    assert len(seen) >= 2
+    page = (sweep_dir / "report.html").read_text()
+    assert "By job size" in page and "slowdown, 1 GPU" in page
+
+
+def test_table_has_p95_and_preemptions_and_intervals_are_clipped(sweep_dir: Path) -> None:
+    table = {(r["scenario"], r["policy"]): r for r in _rows(sweep_dir / "report_table.csv")}
+    for (scen, pol), dirs in _cells(sweep_dir).items():
+        recs = [_rows(d / "records.csv") for d in dirs]
+        p95 = [float(np.percentile([float(r["jct_s"]) for r in rs], 95)) for rs in recs]
+        pre = [sum(int(r["preemptions"]) for r in rs) for rs in recs]
+        row = table[(scen, pol)]
+        assert float(row["p95_jct_s"]) == pytest.approx(statistics.mean(p95), rel=1e-9)
+        assert float(row["preemptions"]) == pytest.approx(statistics.mean(pre))
+        summ = [json.loads((d / "summary.json").read_text()) for d in dirs]
+        assert float(row["p95_jct_s"]) == pytest.approx(statistics.mean(s["p95_jct_s"] for s in summ), rel=1e-9)
+    page = (sweep_dir / "report.html").read_text()
+    assert "p95 JCT h" in page and "preemptions" in page and "Measurement window" in page
+    for name in ("avg_jct_s", "makespan_s", "comm_overhead_pct"):
+        for scen in json.loads((sweep_dir / PLOTS_DIR / f"{name}.json").read_text())["series"].values():
+            for st in scen.values():
+                assert st["lo"] >= 0 and st["lo"] <= st["mean"] <= st["hi"]
 
 
 def test_compare_and_simulate_report_flags(tmp_path: Path) -> None:
@@ -135,7 +217,43 @@ def test_compare_and_simulate_report_flags(tmp_path: Path) -> None:
     assert len(_images(page)) == len(PLOTS) and "srtf+consolidated" in page
     bars = json.loads((sim_out / PLOTS_DIR / "avg_jct_s.json").read_text())["series"]["wang2020"]
     avg = statistics.mean(float(r["jct_s"]) for r in _rows(sim_out / "records.csv")) / 3600
-    assert bars["srtf+consolidated"] == {"mean": pytest.approx(avg), "ci95": None, "n": 1}
+    got = bars["srtf+consolidated"]
+    assert (got["mean"], got["ci95"], got["n"]) == (pytest.approx(avg), None, 1)
+    assert got["lo"] == got["hi"] == got["mean"]  # one seed: no interval
+
+
+def test_report_measures_the_window_and_prints_the_warnings(tmp_path: Path) -> None:
+    """Per-job numbers over the jobs arriving in the summary's window (as the summary's), the window stated, and
+    metrics.warnings.run_warnings of the run shown in both pages."""
+    from ddlsched.metrics.report_data import measured
+    from ddlsched.metrics.results_dir import find_runs
+    from ddlsched.metrics.warnings import run_warnings
+
+    out = tmp_path / "sim"
+    res = CliRunner().invoke(cli, ["simulate", "--trace", str(MURI), "--cluster", "wang2020", "--max-jobs", "25",
+                                   "--policy", "fifo", "--warmup", "5jobs", "--out", str(out), "--quiet", "--report"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["jobs_measured"] == 20
+    table = _rows(out / "report_table.csv")[0]
+    assert float(table["avg_jct_s"]) == pytest.approx(summary["avg_jct_s"], rel=1e-12)
+    assert float(table["p95_jct_s"]) == pytest.approx(summary["p95_jct_s"], rel=1e-12)
+    everyone = statistics.mean(float(r["jct_s"]) for r in _rows(out / "records.csv"))
+    assert float(table["avg_jct_s"]) != pytest.approx(everyone)  # the warm-up jobs are left out
+    page, md = (out / "report.html").read_text(), (out / "report.md").read_text()
+    assert "20 of 25 completed jobs (warm-up/cool-down excluded)" in page and "20 of 25" in md
+    (run,) = find_runs(out)[1]
+    warns = run_warnings(run.summary, measured(run), run.timeseries())
+    assert warns  # this slice of the Muri trace has one job deciding the makespan
+    for w in warns:
+        assert w in md and html.escape(w) in page
+    assert "Warnings" in page
+    util = json.loads((out / PLOTS_DIR / "utilization.json").read_text())["series"]["wang2020"]["fifo+consolidated"]
+    assert len(util["x"]) == 400
+    again = tmp_path / "again"
+    assert CliRunner().invoke(cli, ["report", str(out), "--out", str(again)]).exit_code == 0
+    for name in ("report.html", "report.md", "report_table.csv", f"{PLOTS_DIR}/utilization.png"):
+        assert (again / name).read_bytes() == (out / name).read_bytes(), name  # deterministic
 
 
 def test_report_on_empty_dir_fails(tmp_path: Path) -> None:
