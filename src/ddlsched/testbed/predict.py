@@ -112,7 +112,9 @@ def replay(model: PerfModel, jobs: Sequence[JobRun]) -> dict[str, JobPrediction]
     return preds
 
 
-def predict(cluster: Cluster, jobs: Sequence[JobRun], model_name: str,
-            calibration: Mapping[str, Any] | None = None) -> dict[str, JobPrediction]:
-    """Predictions of model ``model_name`` (with calibrated parameters if given) on the scaled ``cluster``."""
-    return replay(make_perf_model(model_name, cluster, **model_params(model_name, calibration)), jobs)
+def predict(cluster: Cluster, jobs: Sequence[JobRun], model_name: str, calibration: Mapping[str, Any] | None = None,
+            *, extra: Mapping[str, Any] | None = None) -> dict[str, JobPrediction]:
+    """Predictions of model ``model_name`` (with calibrated parameters if given, and ``extra`` ones such as
+    ``fairness``) on the scaled ``cluster``."""
+    params = {**model_params(model_name, calibration), **(extra or {})}
+    return replay(make_perf_model(model_name, cluster, **params), jobs)

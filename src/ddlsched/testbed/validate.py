@@ -56,14 +56,14 @@ def evaluate(cluster: Cluster, results: Sequence[ScenarioResult],
              calibration: Mapping[str, Any] | None) -> dict[str, Any]:
     """Per-job predictions of every model/variant and the summary error table."""
     variants: list[tuple[str, str, Cluster, Mapping[str, Any] | None]] = []
-    for name in PERF_MODELS:
+    for name in model_labels():
         variants.append((name, "raw", cluster, {"raw": RAW_PARAMS}))
         if calibration:
             variants.append((name, "calibrated", calibrated_cluster(cluster, calibration), calibration))
     jobs: list[dict[str, Any]] = []
     for r in results:
         executed = r.run.as_executed(r.scenario.jobs)
-        preds = {f"{m}/{v}": predict(c, executed, m, cal) for m, v, c, cal in variants}
+        preds = {f"{m}/{v}": predict(c, executed, _split(m)[0], cal, extra=_split(m)[1]) for m, v, c, cal in variants}
         for j in executed:
             meas = r.run.jobs[j.job_id]
             row: dict[str, Any] = {"scenario": r.scenario.name, "job": j.job_id, "gpus": list(j.gpus),
@@ -91,6 +91,22 @@ def evaluate(cluster: Cluster, results: Sequence[ScenarioResult],
     return {"summary": summary, "jobs": jobs, "cpu_util": cpu, "worker_cpu": wcpu}
 
 
+# maxmin's fairness options (docs/physics.md §12) are validated as models of their own
+EXTRA_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "maxmin[fairness=flow]": ("maxmin", {"fairness": "flow"}),
+    "maxmin[fairness=flow-rtt]": ("maxmin", {"fairness": "flow-rtt"}),
+}
+
+
+def model_labels() -> list[str]:
+    """Every physics model, then the extra variants."""
+    return [*PERF_MODELS, *EXTRA_VARIANTS]
+
+
+def _split(label: str) -> tuple[str, dict[str, Any]]:
+    return EXTRA_VARIANTS.get(label, (label, {}))
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
@@ -106,10 +122,10 @@ def markdown_table(report: Mapping[str, Any]) -> str:
 
 
 def markdown_detail(report: Mapping[str, Any], variant: str = "calibrated") -> str:
-    keys = [f"{m}/{variant}" for m in PERF_MODELS if f"{m}/{variant}" in report["jobs"][0]["predicted"]]
+    keys = [f"{m}/{variant}" for m in model_labels() if f"{m}/{variant}" in report["jobs"][0]["predicted"]]
     if not keys:
         variant = "raw"
-        keys = [f"{m}/raw" for m in PERF_MODELS]
+        keys = [f"{m}/raw" for m in model_labels() if f"{m}/raw" in report["jobs"][0]["predicted"]]
     head = "| scenario | job | measured comm s | " + " | ".join(f"`{k.split('/')[0]}` comm s (err)" for k in keys)
     head += " | measured JCT s | " + " | ".join(f"`{k.split('/')[0]}` JCT s (err)" for k in keys) + " |"
     lines = [head, "|" + "---|" * (4 + 2 * len(keys))]
