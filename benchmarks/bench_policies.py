@@ -34,25 +34,53 @@ TRACE = ROOT / "data" / "traces" / "philly_pollux" / "philly.csv"
 WINDOW = "66.75d:78.5d"  # 10,072 jobs; offered load 0.62 unscaled, quarters 0.59-0.66
 LOAD_SCALE = 1.35  # realised load ≈ 0.7 under fifo+consolidated
 COLS = ["policy", "model", "physics", "status", "jobs", "completed", "offered", "realised", "sim_s", "total_s",
-        "preemptions", "avg_jct_h", "peak_mib"]
+        "preemptions", "avg_jct_h", "peak_mib", "done_60s"]
 
 
 def _peak_mib() -> int:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
-def one(policy: str, cluster: str, window: str, load_scale: float, jobs: int | None = None) -> dict:
+class Cut(Exception):
+    """The run reached its wall-clock limit (raised from SIGALRM inside the simulation)."""
+
+
+def one(policy: str, cluster: str, window: str, load_scale: float, jobs: int | None = None,
+        limit: float | None = None) -> dict:
     """Run one policy in this process (on the first ``jobs`` jobs of the window, if given); the row of the
-    table (``status`` ok, or the error the API raised)."""
+    table (``status`` ok, the error the API raised, or ``timeout`` after ``limit`` seconds of wall time).
+    ``done_60s``: jobs completed in the first 60 s of wall time, when the run takes longer (how far a minute goes)."""
     import ddlsched
     from ddlsched.errors import DdlschedError
 
+    seen = {"done": 0, "done_60s": 0, "t": 0.0, "t0": -1.0}
+
+    def progress(now: float, done: int, total: int) -> None:
+        if seen["t0"] < 0:
+            seen["t0"] = now  # the first call comes at the first arrival
+        seen["done"], seen["t"] = done, now - seen["t0"]
+        if time.perf_counter() - t0 <= 60.0:
+            seen["done_60s"] = done
+
+    def stop(signum: int, frame: object) -> None:
+        raise Cut
+
     t0 = time.perf_counter()
+    if limit:
+        signal.signal(signal.SIGALRM, stop)
+        signal.setitimer(signal.ITIMER_REAL, limit)
     try:
-        r = ddlsched.simulate(TRACE, cluster, policy, window=window, load_scale=load_scale, max_jobs=jobs)
+        r = ddlsched.simulate(TRACE, cluster, policy, window=window, load_scale=load_scale, max_jobs=jobs,
+                              progress=progress)
     except DdlschedError as e:
         return {"policy": policy, "status": f"error: {e}", "total_s": round(time.perf_counter() - t0, 2),
                 "peak_mib": _peak_mib()}
+    except Cut:
+        return {"policy": policy, "status": f"timeout (> {limit:g} s; {seen['t'] / 86400:.1f} d simulated)",
+                "completed": seen["done"], "total_s": f"> {limit:g}", "done_60s": seen["done_60s"],
+                "peak_mib": _peak_mib()}
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
     total = time.perf_counter() - t0
     s = r.summary
     return {"policy": policy, "model": s["execution_model"], "physics": s["perf_model"],
@@ -60,7 +88,7 @@ def one(policy: str, cluster: str, window: str, load_scale: float, jobs: int | N
             "jobs": s["jobs"], "completed": s["jobs_completed"], "offered": round(s["offered_load"], 2),
             "realised": round(s["gpu_utilization_window"], 2), "sim_s": round(r.raw.wall_s, 2),
             "total_s": round(total, 2), "preemptions": s["preemptions"], "avg_jct_h": round(s["avg_jct_s"] / 3600, 2),
-            "peak_mib": _peak_mib()}
+            "peak_mib": _peak_mib(), "done_60s": seen["done_60s"] if total > 60 else ""}
 
 
 def profile(policy: str, cluster: str, window: str, load_scale: float, jobs: int | None, seconds: float,
@@ -71,25 +99,14 @@ def profile(policy: str, cluster: str, window: str, load_scale: float, jobs: int
     import io
     import pstats
 
-    class Cut(Exception):
-        pass
-
-    def stop(signum: int, frame: object) -> None:
-        raise Cut
-
-    signal.signal(signal.SIGALRM, stop)
     prof = cProfile.Profile()
     t0 = time.perf_counter()
-    signal.setitimer(signal.ITIMER_REAL, seconds)
     prof.enable()
     try:
-        row = one(policy, cluster, window, load_scale, jobs)
-        status = f"finished: {json.dumps(row)}"
-    except Cut:
-        status = f"cut off after {seconds:g} s"
+        row = one(policy, cluster, window, load_scale, jobs, seconds)
     finally:
         prof.disable()
-        signal.setitimer(signal.ITIMER_REAL, 0)
+    status = json.dumps({k: v for k, v in row.items() if v != ""})
     print(f"## {policy}: {status} (profiled wall {time.perf_counter() - t0:.1f} s)")
     for key in ("tottime", "cumulative"):
         buf = io.StringIO()
@@ -100,12 +117,13 @@ def profile(policy: str, cluster: str, window: str, load_scale: float, jobs: int
 
 
 def run_cell(policy: str, a: argparse.Namespace) -> dict:
-    cmd = [sys.executable, __file__, "--cell", json.dumps([policy, a.cluster, a.window, a.load_scale, a.jobs])]
+    cell = [policy, a.cluster, a.window, a.load_scale, a.jobs, a.timeout]
+    cmd = [sys.executable, __file__, "--cell", json.dumps(cell)]
     t0 = time.perf_counter()
     # a new session, so a timeout kills the policy's whole process group (nothing it started outlives it)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        out, err = proc.communicate(timeout=a.timeout)
+        out, err = proc.communicate(timeout=a.timeout + 60)  # the run stops itself at a.timeout; a backstop
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()

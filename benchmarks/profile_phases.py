@@ -112,6 +112,9 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=0, help="also print the loop's top N functions by own time")
     a = ap.parse_args()
 
+    from ddlsched.policies import make_policy
+
+    make_policy(a.policy)  # import the policy modules once, so no phase below is charged for imports
     timed: dict[str, float] = {}
 
     def clock(name: str, thunk: Callable[[], Any]) -> Any:
