@@ -235,6 +235,21 @@ def measurement_window(kw: dict[str, Any]) -> Any:
         raise InputErrorExit(str(e)) from None
 
 
+def paper_scale_warning(policy_name: str, policy_params: dict[str, Any], jobs: int) -> str:
+    """A one-line warning when ``policy_name`` is paper-scale only (``Policy.paper_scale_jobs``) and the run has
+    more jobs than that; printed on stderr. Empty otherwise."""
+    from ddlsched.policies import make_policy
+
+    policy = make_policy(policy_name, policy_params)
+    limit = policy.paper_scale_jobs
+    if limit is None or jobs <= limit:
+        return ""
+    text = (f"{policy.name} is paper-scale only: above {limit:,} jobs a run was measured to take over a minute "
+            f"(this one has {jobs:,}; docs/policies/README.md, 'Paper-scale policies')")
+    err_console.print(f"[yellow]warning:[/] {text}")
+    return text
+
+
 def run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, workload: Any, kw: dict[str, Any],
              out: Path, shown_as: Path | None = None) -> dict[str, Any]:
     """Simulate ``workload`` (a :class:`~ddlsched.workload.inputs.Workload`) and write the run into ``out``."""

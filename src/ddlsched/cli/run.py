@@ -17,6 +17,7 @@ from ddlsched.cli.common import (
     console,
     err_console,
     load_run_inputs,
+    paper_scale_warning,
     parse_kv,
     plugin_option,
     run_one,
@@ -72,6 +73,7 @@ def simulate(policy: str, policy_param: tuple[str, ...], out: str, overwrite: bo
         jobs = w.jobs
         for n in w.notes:
             _note(n)
+        paper_scale_warning(policy, params, len(jobs))
         # --- the simulation
         summary = run_one(policy, params, cluster, w, kw, st.tmp, shown_as=Path(out))
         # ---
@@ -120,6 +122,7 @@ def compare(policies: str, out: str, overwrite: bool, resume: bool, make_report:
                 rows.append(_done_row(target.root / f))
                 _note(f"kept {f}: its folder is complete and has the same inputs (--resume)")
                 continue
+            paper_scale_warning(given[f], {}, len(jobs))
             with target.policy_dir(f) as st:
                 # --- the simulation
                 rows.append(run_one(given[f], {}, cluster, w, kw, st.tmp, shown_as=Path(out) / f))

@@ -23,6 +23,9 @@ class Policy(ABC):
     description: ClassVar[str] = ""
     family: ClassVar[str] = ""
     requirements: Requirements = Requirements()
+    paper_scale_jobs: int | None = None
+    """Paper-scale only: above this many jobs a run was measured to take over a minute (BENCHMARKS.md, "Every
+    policy at ~0.7 load"); ``ddlsched simulate``/``compare`` print a one-line warning. ``None``: no limit."""
 
     def reset(self) -> None:  # noqa: B027 - optional hook
         """Forget state kept from a previous run."""
