@@ -45,3 +45,20 @@ def test_compare_warns_for_the_policy_over_its_limit(tmp_path: Path, monkeypatch
 def test_no_limit_no_warning(tmp_path: Path) -> None:
     assert make_policy("fifo").paper_scale_jobs is None
     assert "paper-scale" not in _simulate(tmp_path, "fifo", 12)
+
+
+def _documented_limits() -> dict[str, int]:
+    """The 'Paper-scale policies' table of docs/policies/README.md: policy name -> documented limit."""
+    text = (ROOT / "docs/policies/README.md").read_text().split("## Paper-scale policies", 1)[1]
+    rows = [line.split("|") for line in text.splitlines() if line.startswith("| `")]
+    return {r[1].strip().strip("`"): int(r[2].replace(",", "").strip()) for r in rows}
+
+
+def test_every_measured_limit_is_documented_and_only_those() -> None:
+    from ddlsched.policies.registry import policy_rows
+
+    limits = {name: make_policy(name).paper_scale_jobs for name, *_ in policy_rows()}
+    measured = {name: v for name, v in limits.items() if v is not None}
+    assert measured["tiresias+random"] == 5_500 and measured["ada-srsf"] > 0
+    assert "tiresias+consolidated" not in measured and "fifo+random" not in measured
+    assert measured == _documented_limits()

@@ -195,12 +195,14 @@ class TaskDagPolicy(Policy):
 @register
 class LwfKappa(TaskDagPolicy):
     name = "lwf-kappa"
+    paper_scale_jobs = 400
     description = "Wang 2020 LWF-κ placement (ssf order, srsf priority, AdaDUAL); param kappa"
 
 
 @register
 class WangFirstFit(TaskDagPolicy):
     name = "wang-first-fit"
+    paper_scale_jobs = 400
     description = "Wang 2020 first-fit ('bp') placement baseline (ssf, srsf, AdaDUAL)"
     default_picker = "bp"
 
@@ -213,6 +215,7 @@ class _Srsf(TaskDagPolicy):
 @register
 class Srsf1(_Srsf):
     name = "srsf1"
+    paper_scale_jobs = 300
     description = "Wang 2020 SRSF(1): start a transfer only if its NICs carry none (ssf, srsf; param picker)"
     n_way = 1
 
@@ -220,6 +223,7 @@ class Srsf1(_Srsf):
 @register
 class Srsf2(_Srsf):
     name = "srsf2"
+    paper_scale_jobs = 300
     description = "Wang 2020 SRSF(2): start a transfer only if its NICs carry ≤ 1 (ssf, srsf; param picker)"
     n_way = 2
 
@@ -227,6 +231,7 @@ class Srsf2(_Srsf):
 @register
 class Srsf3(_Srsf):
     name = "srsf3"
+    paper_scale_jobs = 400
     description = "Wang 2020 SRSF(3): start a transfer only if its NICs carry ≤ 2 (ssf, srsf; param picker)"
     n_way = 3
 
@@ -234,6 +239,7 @@ class Srsf3(_Srsf):
 @register
 class AdaDual(TaskDagPolicy):
     name = "adadual"
+    paper_scale_jobs = 100
     description = "Wang 2020 AdaDUAL admission: 2-way only beside a transfer ≥ 2(β+η)/β× larger (param picker)"
     default_picker = "bp"
 
@@ -241,6 +247,7 @@ class AdaDual(TaskDagPolicy):
 @register
 class AdaSrsf(TaskDagPolicy):
     name = "ada-srsf"
+    paper_scale_jobs = 200
     description = "Wang 2020 Ada-SRSF: ssf order + LWF-κ + srsf compute priority + AdaDUAL"
 
 

@@ -213,6 +213,11 @@ def parameters(name: str) -> dict[str, tuple[str, Any]]:
 
 
 # ---------------------------------------------------------------- construction
+SLOW_COMBINATIONS: dict[str, int] = {"tiresias+first_fit": 7_500, "tiresias+random": 5_500,
+                                     "tiresias+least_loaded": 8_500}
+"""ORDER+PLACEMENT baselines measured to pass a minute on 10,000 Philly jobs (``Policy.paper_scale_jobs``):
+preemptive least-attained-service order with spreading placement preempts and re-spreads tens of thousands of
+times, and every change re-solves the shared links (BENCHMARKS.md, "Every policy at ~0.7 load")."""
 def make_policy(name: str, params: dict[str, Any] | None = None) -> Policy:
     """Build a policy from its name and parameters (see the module docstring)."""
     params = dict(params or {})
@@ -239,7 +244,10 @@ def make_policy(name: str, params: dict[str, Any] | None = None) -> Policy:
         ordering = order_cls(**kwargs)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"ordering {order_name!r}: {e}", field="policy_param") from None
-    return OrderedPolicy(ordering, PLACEMENTS[place_name](), backfill=backfill, name=f"{order_name}+{place_name}")
+    policy = OrderedPolicy(ordering, PLACEMENTS[place_name](), backfill=backfill, name=f"{order_name}+{place_name}")
+    if policy.name in SLOW_COMBINATIONS:
+        policy.paper_scale_jobs = SLOW_COMBINATIONS[policy.name]
+    return policy
 
 
 def canonical_name(name: str) -> str:

@@ -254,6 +254,7 @@ class TailPreemptive(OrderedPolicy):
 @register
 class SjfBsbf(SharingSJF):
     name = "sjf-bsbf"
+    paper_scale_jobs = 6_000
     description = "SJF + best-sharing-benefit-first GPU sharing, sub-batch search"
     mode = "bsbf"
 
@@ -269,6 +270,7 @@ class SjfBsbfConsolidated(SharingSJF):
 @register
 class SjfFfs(SharingSJF):
     name = "sjf-ffs"
+    paper_scale_jobs = 6_000
     description = "SJF + first-fit GPU sharing, no benefit test"
     mode = "ffs"
 

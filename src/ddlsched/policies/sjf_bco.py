@@ -340,6 +340,7 @@ class PlannedPolicy(Policy):
 @register
 class SjfBco(PlannedPolicy):
     name = "sjf-bco"
+    paper_scale_jobs = 2_500
     description = "Yu 2022 SJF-BCO planner: bisection on θ, κ sweep, FA-FFP + LBSGF (params u, lam, kappa, ...)"
     algorithm = "sjf-bco"
 
@@ -347,6 +348,7 @@ class SjfBco(PlannedPolicy):
 @register
 class BcoFf(PlannedPolicy):
     name = "bco-ff"
+    paper_scale_jobs = 2_500
     description = "Yu 2022 baseline FF: first free GPUs in server order under its own bisected cap"
     algorithm = "ff"
 
@@ -354,6 +356,7 @@ class BcoFf(PlannedPolicy):
 @register
 class BcoLs(PlannedPolicy):
     name = "bco-ls"
+    paper_scale_jobs = 2_500
     description = "Yu 2022 baseline LS: least-accumulated-time GPUs under its own bisected cap"
     algorithm = "ls"
 
@@ -361,6 +364,7 @@ class BcoLs(PlannedPolicy):
 @register
 class BcoRand(PlannedPolicy):
     name = "bco-rand"
+    paper_scale_jobs = 3_000
     description = "Yu 2022 baseline RAND: random free GPUs, cap = T"
     algorithm = "rand"
 

@@ -1,0 +1,91 @@
+"""Scale benchmark: synthetic Philly-mix traces at a target offered load on clusters of 512 to 16,384 GPUs.
+
+Clusters: racks of 32 servers × 8 V100 (25 Gb/s NICs, 2:1 rack uplinks), 2 to 64 racks (512 to 16,384 GPUs).
+Trace: ``philly_mix`` (the Philly size mix, models uniform over the Wang profiles, 1,000–6,000 iterations) with
+Poisson arrivals. The rate for the target load is found once per cluster by a pilot of 5,000 jobs: rate =
+pilot_rate × target ÷ the pilot's measured offered load (load is linear in the rate), and the run reports the
+offered load it really got. Each cell runs in a fresh subprocess (its own peak memory), fifo+consolidated with
+max-min contention, no time series (``record_timeseries=False``: a million-job step series is not the point).
+``cpu_s`` is the cell's CPU time (user + system), the better figure when other work shares the machine.
+
+    python benchmarks/bench_scale.py --jobs 10000,100000 --gpus 512,2048     # the cost curve
+    python benchmarks/bench_scale.py --jobs 1000000 --gpus 16384             # the million-job run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+PILOT_JOBS = 5_000
+PILOT_RATE = 0.05  # jobs/s; rescaled to the target load
+
+
+def cluster(gpus: int):  # -> Cluster (imported lazily)
+    from ddlsched.cluster.presets import GPU_TYPES
+    from ddlsched.cluster.topology import Cluster, ServerSpec
+
+    racks = gpus // (32 * 8)
+    if racks < 1 or racks * 32 * 8 != gpus:
+        raise SystemExit(f"--gpus must be a multiple of 256, got {gpus}")
+    layout = [[ServerSpec(8, "V100", 25.0) for _ in range(32)] for _ in range(racks)]
+    return Cluster.build(f"scale{gpus}", layout, {"V100": GPU_TYPES["V100"]}, oversubscription=2.0)
+
+
+def run(jobs: int, gpus: int, rate: float) -> dict:
+    from ddlsched.engine import SimConfig, run_simulation
+    from ddlsched.metrics.summary import summarize
+    from ddlsched.policies import make_policy
+    from ddlsched.workload.synthetic import philly_mix
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    trace = philly_mix(jobs, seed=0, rate_per_s=rate)
+    c = cluster(gpus)
+    t_gen = time.perf_counter() - t0
+    r = run_simulation(c, trace.jobs, make_policy("fifo+consolidated"), SimConfig(record_timeseries=False))
+    s = summarize(r)
+    return {"jobs": jobs, "gpus": gpus, "rate_per_s": rate, "completed": s["jobs_completed"],
+            "offered_load": round(s["offered_load"], 3), "gen_s": round(t_gen, 2), "sim_s": round(r.wall_s, 2),
+            "total_s": round(time.perf_counter() - t0, 2),
+            "cpu_s": round(time.process_time() - c0, 2), "events": r.events,
+            "events_per_s": round(r.events / r.wall_s) if r.wall_s > 0 else 0,
+            "peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "avg_jct_h": round(s["avg_jct_s"] / 3600, 3), "avg_queue_h": round(s["avg_queueing_s"] / 3600, 3)}
+
+
+def cell(*args: object) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--cell", json.dumps(args)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(out.stderr[-2000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--jobs", default="10000,100000")
+    ap.add_argument("--gpus", default="512,2048,16384")
+    ap.add_argument("--load", type=float, default=0.7)
+    ap.add_argument("--cell", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.cell:
+        print(json.dumps(run(*json.loads(a.cell))))
+        return
+    cols = ["jobs", "gpus", "offered_load", "completed", "gen_s", "sim_s", "total_s", "cpu_s",
+            "events_per_s", "peak_mib",
+            "avg_jct_h", "avg_queue_h"]
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols), flush=True)
+    for gpus in (int(g) for g in a.gpus.split(",")):
+        pilot = cell(PILOT_JOBS, gpus, PILOT_RATE * gpus / 512)
+        rate = pilot["rate_per_s"] * a.load / pilot["offered_load"]
+        for jobs in (int(j) for j in a.jobs.split(",")):
+            r = cell(jobs, gpus, rate)
+            print("| " + " | ".join(str(r[c]) for c in cols) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
