@@ -10,6 +10,10 @@ max-min contention, no time series (``record_timeseries=False``: a million-job s
 
     python benchmarks/bench_scale.py --jobs 10000,100000 --gpus 512,2048     # the cost curve
     python benchmarks/bench_scale.py --jobs 1000000 --gpus 16384             # the million-job run
+    python benchmarks/bench_scale.py --plot docs/images/scale.png A.md B.md    # the cost curve from saved tables
+
+``--out FILE.md`` also writes the table to a file; ``--plot PNG TABLE.md...`` draws CPU time and peak memory
+against jobs, one line per cluster size, from such tables (needs the ``plots`` extra).
 """
 
 from __future__ import annotations
@@ -69,22 +73,63 @@ def main() -> None:
     ap.add_argument("--jobs", default="10000,100000")
     ap.add_argument("--gpus", default="512,2048,16384")
     ap.add_argument("--load", type=float, default=0.7)
+    ap.add_argument("--out", help="also write the Markdown table to this file")
+    ap.add_argument("--plot", nargs="+", metavar=("PNG", "TABLE"), help="draw the cost curve from saved tables")
     ap.add_argument("--cell", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.cell:
         print(json.dumps(run(*json.loads(a.cell))))
         return
+    if a.plot:
+        plot(a.plot[0], a.plot[1:])
+        return
     cols = ["jobs", "gpus", "offered_load", "completed", "gen_s", "sim_s", "total_s", "cpu_s",
             "events_per_s", "peak_mib",
             "avg_jct_h", "avg_queue_h"]
-    print("| " + " | ".join(cols) + " |")
-    print("|" + "---|" * len(cols), flush=True)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    print("\n".join(lines), flush=True)
     for gpus in (int(g) for g in a.gpus.split(",")):
         pilot = cell(PILOT_JOBS, gpus, PILOT_RATE * gpus / 512)
         rate = pilot["rate_per_s"] * a.load / pilot["offered_load"]
         for jobs in (int(j) for j in a.jobs.split(",")):
             r = cell(jobs, gpus, rate)
-            print("| " + " | ".join(str(r[c]) for c in cols) + " |", flush=True)
+            lines.append("| " + " | ".join(str(r[c]) for c in cols) + " |")
+            print(lines[-1], flush=True)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+def plot(png: str, tables: list[str]) -> None:
+    """CPU seconds and peak MiB against jobs (log-log), one line per cluster size, from saved Markdown tables."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows: dict[int, list[tuple[int, float, float]]] = {}
+    for path in tables:
+        with open(path) as f:
+            lines = [ln.strip().strip("|").split("|") for ln in f if ln.startswith("| ") and "---" not in ln]
+        head = [h.strip() for h in lines[0]]
+        for ln in lines[1:]:
+            r = dict(zip(head, (v.strip() for v in ln), strict=True))
+            rows.setdefault(int(r["gpus"]), []).append((int(r["jobs"]), float(r["cpu_s"]), float(r["peak_mib"])))
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4), dpi=120)
+    for gpus, pts in sorted(rows.items()):
+        pts.sort()
+        ax_t.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{gpus:,} GPUs")
+        ax_m.plot([p[0] for p in pts], [p[2] for p in pts], marker="o", label=f"{gpus:,} GPUs")
+    for ax, label in ((ax_t, "CPU time of the run (s)"), (ax_m, "peak memory (MiB)")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("jobs")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.suptitle("fifo+consolidated, max-min contention, Poisson arrivals at offered load 0.7")
+    fig.tight_layout()
+    fig.savefig(png)
 
 
 if __name__ == "__main__":
