@@ -131,6 +131,11 @@ def _fmt(v: Any, scale: float = 1.0, digits: int = 2) -> str:
     return f"{v / scale:.{digits}f}"
 
 
+def _count(v: Any) -> str:
+    """A count's mean over seeds: an integer when it is one (one seed, or equal seeds), else one decimal."""
+    return _fmt(v, digits=0 if isinstance(v, int | float) and float(v).is_integer() else 1)
+
+
 def _ci(d: dict[str, Any], scale: float = 1.0, digits: int = 2) -> str:
     s = _fmt(d["mean"], scale, digits)
     return s if math.isnan(d["ci95"]) else f"{s} ± {_fmt(d['ci95'], scale, digits)}"
@@ -150,7 +155,7 @@ def table_rows(pols: dict[str, Any]) -> list[list[str]]:
         rows.append([p, str(len(d["seeds"])), _fmt(d["jobs_measured"]["mean"], digits=0), _ci(d["avg_jct_s"], H),
                      _fmt(d["median_jct_s"]["mean"], H), _fmt(d["p95_jct_s"]["mean"], H),
                      _fmt(d["p99_jct_s"]["mean"], H), _fmt(d["avg_queueing_s"]["mean"], H), _ci(d["makespan_s"], H),
-                     _ci(d["comm_overhead_pct"], digits=1), _fmt(d["preemptions"]["mean"], digits=1),
+                     _ci(d["comm_overhead_pct"], digits=1), _count(d["preemptions"]["mean"]),
                      _fmt(d["gpu_utilization_window"]["mean"]), _fmt(d["gpu_utilization"]["mean"]),
                      _fmt(d["offered_load"]["mean"])])
     return rows
