@@ -148,32 +148,42 @@ def run_one(seed: int, algorithm: str, *, horizon: float, num_servers: int = 20,
                          catalog=default_catalog().with_profiles(profiles))
     s = summarize(res)
     p = policy.plans[0]
-    small = sum(1 for j in jobs if p.kappa is not None and j.num_gpus <= p.kappa)
+    mech = s["mechanisms"]
     return {"makespan": s["makespan_s"], "avg_jct": s["avg_jct_s"], "plan_makespan": p.makespan,
             "feasible": p.feasible, "kappa": p.kappa, "theta": p.theta, "overhead_pct": s["comm_overhead_pct"],
-            "fa_ffp_jobs": small if algorithm == "sjf-bco" else 0,
-            "lbsgf_jobs": len(jobs) - small if algorithm == "sjf-bco" else 0,
+            "plans": mech["plans"], "fa_ffp_jobs": mech.get("fa_ffp_starts", 0),
+            "lbsgf_jobs": mech.get("lbsgf_starts", 0), "multi_server_starts": mech["multi_server_starts"],
             **realised(res.records, xi2), **analytic_extra(cluster, profiles, jobs, xi2)}
 
 
-def curve_shape(values: Sequence[float]) -> dict[str, bool]:
-    """Shape of a makespan-vs-κ curve (over the κ classes, ascending): ``drop`` (some step down), ``rise``
-    (a step up after a step down), ``dip`` (a step down after that rise) — the paper's Fig. 5 shape is all
-    three — and ``interior`` (the best κ is neither the first nor the last class)."""
+def curve_shape(values: Sequence[float]) -> dict[str, Any]:
+    """Shape of a makespan-vs-κ curve (over the κ classes, ascending).
+
+    ``signs``: one character per step (``-`` down, ``+`` up, ``=`` flat). ``drop``/``rise``/``dip``: a step down,
+    a later step up, a step down after that (the order the paper describes, anywhere on the curve).
+    ``interior``: the best κ is neither the first nor the last class. ``paper``: the paper's Fig. 5 shape read
+    strictly — the first step drops, some later step rises, the last step (to the largest κ) dips, and the dip
+    is slight (the best κ is interior)."""
     steps = [b - a for a, b in itertools.pairwise(values)]
     first_drop = next((i for i, d in enumerate(steps) if d < 0), None)
     rise = None if first_drop is None else next((i for i in range(first_drop + 1, len(steps)) if steps[i] > 0),
                                                 None)
     dip = None if rise is None else next((i for i in range(rise + 1, len(steps)) if steps[i] < 0), None)
     best = min(range(len(values)), key=lambda i: (values[i], i)) if values else 0
-    return {"drop": first_drop is not None, "rise": rise is not None, "dip": dip is not None,
-            "interior": 0 < best < len(values) - 1}
+    interior = 0 < best < len(values) - 1
+    paper = bool(steps) and steps[0] < 0 and steps[-1] < 0 and any(d > 0 for d in steps[1:-1]) and interior
+    return {"signs": "".join("-" if d < 0 else "+" if d > 0 else "=" for d in steps), "drop": first_drop is not None,
+            "rise": rise is not None, "dip": dip is not None, "interior": interior, "paper": paper}
 
 
 def _wins(res: dict[str, list[dict[str, Any]]], metric: str, label: str) -> int:
     """Seeds in which ``label`` has the strictly lowest ``metric`` among the algorithms of ``res``."""
     n = len(res[label])
     return sum(1 for i in range(n) if all(res[label][i][metric] < res[o][i][metric] for o in res if o != label))
+
+
+def _suffix(sizing: str) -> str:
+    return "" if sizing == DEFAULT_SIZING else f"_{sizing}"
 
 
 def _fig4(out_dir: Path, seeds: list[int], n_jobs: int, sizing: str, progress: Callable[[str], None]
@@ -188,8 +198,7 @@ def _fig4(out_dir: Path, seeds: list[int], n_jobs: int, sizing: str, progress: C
         rows.append([label, ms[0], ms[1], ms[2], ms[3], ja[0], ja[1], seed_stats([r["plan_makespan"] for r in rs])[0],
                      sum(r["feasible"] for r in rs), _wins(res, "makespan", label), _wins(res, "avg_jct", label),
                      seed_stats([r["extra_pct"] for r in rs])[0], seed_stats([r["contention_pct"] for r in rs])[0]])
-    suffix = "" if sizing == DEFAULT_SIZING else f"_{sizing}"
-    md = write_table(out_dir, f"fig4_makespan_jct{suffix}",
+    md = write_table(out_dir, f"fig4_makespan_jct{_suffix(sizing)}",
                      ["algorithm", "makespan_mean", "makespan_ci95", "makespan_min", "makespan_max", "avg_jct_mean",
                       "avg_jct_ci95", "planned_makespan_mean", "plans_within_T", "best_makespan_seeds",
                       "best_avg_jct_seeds", "realised_extra_pct", "of_which_contention_pct"],
@@ -198,18 +207,36 @@ def _fig4(out_dir: Path, seeds: list[int], n_jobs: int, sizing: str, progress: C
 
 
 def _kappa_curve(seeds: list[int], n_jobs: int, sizing: str, progress: Callable[[str], None]
-                 ) -> tuple[list[int], dict[int, dict[int, float]]]:
-    """κ classes and, per seed, the makespan at each class's smallest κ."""
-    cl = yu_cluster(seed=seeds[0])
-    classes = kappa_classes([j.num_gpus for j in workload(seeds[0], cl, n_jobs)[0]], 32)
-    per_seed: dict[int, dict[int, float]] = {}
+                 ) -> tuple[list[int], dict[int, dict[int, dict[str, Any]]]]:
+    """κ classes and, per seed, the run (``run_one``) at each class's smallest κ."""
+    classes = kappa_classes([j.num_gpus for j in workload(seeds[0], yu_cluster(seed=seeds[0]), n_jobs)[0]], 32)
+    per_seed: dict[int, dict[int, dict[str, Any]]] = {}
     for s in seeds:
         sizes = [j.num_gpus for j in workload(s, yu_cluster(seed=s), n_jobs)[0]]
         assert kappa_classes(sizes, 32) == classes  # the size mix does not depend on the seed
-        per_seed[s] = {k: run_one(s, "sjf-bco", horizon=1200, kappa=k, n_jobs=n_jobs, sizing=sizing)["makespan"]
+        per_seed[s] = {k: run_one(s, "sjf-bco", horizon=1200, kappa=k, n_jobs=n_jobs, sizing=sizing)
                        for k in classes}
         progress(f"yu2022 fig5 [{sizing}] seed {s} done")
     return classes, per_seed
+
+
+def _fig6(out_dir: Path, seeds: list[int], n_jobs: int, sizing: str, servers: list[int],
+          progress: Callable[[str], None]) -> str:
+    rows, series = [], {}
+    for algo, label in ALGOS[:3]:
+        per_n = []
+        for n in servers:
+            vals = [run_one(s, algo, horizon=1500, num_servers=n, n_jobs=n_jobs, sizing=sizing)["makespan"]
+                    for s in seeds]
+            per_n.append(vals)
+            rows.append([label, n, *seed_stats(vals)])
+        series[label] = per_n
+        progress(f"yu2022 fig6 [{sizing}] {label} done")
+    plot_lines(out_dir / f"fig6_makespan_vs_servers{_suffix(sizing)}.png", servers, series, "servers",
+               "makespan (slots)", f"Fig. 6: makespan vs number of servers (sizing {sizing})")
+    return write_table(out_dir, f"fig6_makespan_vs_servers{_suffix(sizing)}",
+                       ["algorithm", "servers", "makespan_mean", "makespan_ci95", "makespan_min", "makespan_max"],
+                       rows, f"Fig. 6: makespan vs number of servers (T = 1500, sizing {sizing})")
 
 
 @register_reproduction("yu2022", "Yu et al. MobiHoc'22 SJF-BCO vs FF/LS/RAND; makespan vs κ, #servers, λ")
@@ -221,16 +248,26 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
     text: list[str] = [f"yu2022 reproduction: {n_jobs} jobs, seeds {seeds}, gradient sizing {DEFAULT_SIZING!r} "
                        f"(sensitivity: {', '.join(SIZINGS)}); mean, 95 % t-CI half-width, min and max over seeds "
                        "(1 slot = 1 s)\n"]
-
-    # Fig. 4 and Fig. 5 for every sizing rule (the default's tables carry the plain names)
     fig4: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    curves: dict[str, dict[int, dict[int, float]]] = {}
+    curves: dict[str, dict[int, dict[int, dict[str, Any]]]] = {}
+    per7: dict[str, list[list[float]]] = {}
     classes: list[int] = []
-    for sizing in SIZINGS:
-        fig4[sizing], md = _fig4(out_dir, seeds, n_jobs, sizing, progress)
-        if sizing == DEFAULT_SIZING:
-            text.append(md)
+    fig67: list[str] = []
+    for sizing in SIZINGS:  # every figure under every sizing rule; the default's tables carry the plain names
+        fig4[sizing], md4 = _fig4(out_dir, seeds, n_jobs, sizing, progress)
         classes, curves[sizing] = _kappa_curve(seeds, n_jobs, sizing, progress)
+        md6 = _fig6(out_dir, seeds, n_jobs, sizing, servers_sweep, progress)
+        per7[sizing] = [[run_one(s, "sjf-bco", horizon=1200, kappa=1, lam=lam, n_jobs=n_jobs,
+                                 sizing=sizing)["makespan"] for s in seeds] for lam in lams]
+        md7 = write_table(out_dir, f"fig7_makespan_vs_lambda{_suffix(sizing)}",
+                          ["lambda", "makespan_mean", "makespan_ci95", "makespan_min", "makespan_max"],
+                          [[lam, *seed_stats(v)] for lam, v in zip(lams, per7[sizing], strict=True)],
+                          f"Fig. 7: makespan vs λ (κ = 1, T = 1200, sizing {sizing})")
+        progress(f"yu2022 fig7 [{sizing}] done")
+        if sizing == DEFAULT_SIZING:
+            text.append(md4)
+            fig67 = [md6, md7]
+
     bars = fig4[DEFAULT_SIZING]
     plot_bars(out_dir / "fig4_makespan.png", list(bars), {"makespan": [[r["makespan"] for r in v]
                                                                        for v in bars.values()]},
@@ -238,84 +275,87 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
     plot_bars(out_dir / "fig4_avg_jct.png", list(bars), {"avg JCT": [[r["avg_jct"] for r in v]
                                                                      for v in bars.values()]},
               "avg JCT (slots)", f"Fig. 4: average JCT by algorithm (sizing {DEFAULT_SIZING})")
+    write_table(out_dir, "fig4_per_seed",
+                ["sizing", "seed", "algorithm", "makespan", "avg_jct", "planned_makespan", "kappa",
+                 "realised_extra_pct", "contention_pct", "overhead_gamma_pct", "multi_server_jobs", "contended_jobs"],
+                [[z, s, label, r["makespan"], r["avg_jct"], r["plan_makespan"], r["kappa"], r["extra_pct"],
+                  r["contention_pct"], r["overhead_pct"], r["multi_server_jobs"], r["contended_jobs"]]
+                 for z in SIZINGS for label, rs in fig4[z].items() for s, r in zip(seeds, rs, strict=True)],
+                "Fig. 4 per seed and sizing rule")
 
     # realised extra time per seed (SJF-BCO, every sizing), beside the analytic figures
     rows_r = []
     for sizing in SIZINGS:
-        for s, r in zip(seeds, fig4[sizing]["SJF-BCO"], strict=True):
+        for i, (s, r) in enumerate(zip(seeds, fig4[sizing]["SJF-BCO"], strict=True)):
             rows_r.append([sizing, s, r["k1_2srv_pct"], r["worst_pct"], r["extra_pct"], r["ring_pct"],
                            r["contention_pct"], r["overhead_pct"], r["multi_server_jobs"], r["contended_jobs"],
-                           r["kappa"], r["fa_ffp_jobs"], r["lbsgf_jobs"]])
+                           r["kappa"], r["fa_ffp_jobs"], r["lbsgf_jobs"],
+                           max(rs[i]["extra_pct"] for rs in fig4[sizing].values())])
     text.append(write_table(out_dir, "realised_overhead",
                             ["sizing", "seed", "analytic_k1_2servers_pct_of_tau0", "analytic_worst_pct_of_tau0",
                              "realised_extra_pct_of_run", "ring_at_k1_pct", "contention_pct", "overhead_gamma_pct",
-                             "multi_server_jobs", "contended_jobs", "kappa", "fa_ffp_jobs", "lbsgf_jobs"],
+                             "multi_server_jobs", "contended_jobs", "kappa", "fa_ffp_jobs", "lbsgf_jobs",
+                             "max_extra_pct_any_algorithm"],
                             rows_r, "Realised contention + overhead of SJF-BCO per seed (paper: within 15 % of the "
                             "actual execution time)"))
 
-    # Fig. 5: makespan vs κ (default sizing) with the sizing rules side by side; one row per job-size split
+    # Fig. 5: makespan vs κ, one row per job-size split; both sizing rules on the figure
     ends = [*(c - 1 for c in classes[1:]), 32]
     spans = [str(a) if a == b else f"{a}-{b}" for a, b in zip(classes, ends, strict=True)]
-    st5 = [seed_stats([curves[DEFAULT_SIZING][s][k] for s in seeds]) for k in classes]
+    cur = curves[DEFAULT_SIZING]
     text.append(write_table(out_dir, "fig5_makespan_vs_kappa", ["kappa", "makespan_mean", "makespan_ci95",
                                                                 "makespan_min", "makespan_max",
                                                                 *[f"seed_{s}" for s in seeds]],
-                            [[sp, *st, *[curves[DEFAULT_SIZING][s][k] for s in seeds]]
-                             for sp, k, st in zip(spans, classes, st5, strict=True)],
+                            [[sp, *seed_stats([cur[s][k]["makespan"] for s in seeds]),
+                              *[cur[s][k]["makespan"] for s in seeds]]
+                             for sp, k in zip(spans, classes, strict=True)],
                             f"Fig. 5: makespan vs κ (T = 1200, sizing {DEFAULT_SIZING}; κ values with the same "
                             "job-size split give the same run)"))
     plot_lines(out_dir / "fig5_makespan_vs_kappa.png", classes,
-               {f"SJF-BCO, sizing {z}": [[curves[z][s][k] for s in seeds] for k in classes] for z in SIZINGS},
+               {f"SJF-BCO, sizing {z}": [[curves[z][s][k]["makespan"] for s in seeds] for k in classes]
+                for z in SIZINGS},
                "κ (smallest κ of each job-size split)", "makespan (slots)", "Fig. 5: makespan vs κ",
                categorical=True)
 
+    # how the planner's κ choice compares with the best fixed κ as executed, per seed
+    rows_k = []
+    for z in SIZINGS:
+        for s, r in zip(seeds, fig4[z]["SJF-BCO"], strict=True):
+            c = curves[z][s]
+            best = min(classes, key=lambda k, c=c: (c[k]["makespan"], k))
+            base = min(fig4[z][lb][seeds.index(s)]["makespan"] for lb in fig4[z] if lb != "SJF-BCO")
+            rows_k.append([z, s, r["kappa"], r["plan_makespan"], r["makespan"], best, c[best]["plan_makespan"],
+                           c[best]["makespan"], base, curve_shape([c[k]["makespan"] for k in classes])["signs"]])
+    text.append(write_table(out_dir, "kappa_choice",
+                            ["sizing", "seed", "kappa_chosen", "planned_makespan", "executed_makespan",
+                             "best_fixed_kappa_executed", "its_planned_makespan", "its_executed_makespan",
+                             "best_baseline_makespan", "kappa_curve_steps"],
+                            rows_k, "SJF-BCO's κ choice (on its planned estimate) vs the best fixed κ as executed"))
+
     # sensitivity: sizing rule × headline metrics and κ curve
     rows_z = []
-    for sizing in SIZINGS:
-        r4 = fig4[sizing]
-        shapes = [curve_shape([curves[sizing][s][k] for k in classes]) for s in seeds]
-        best_k = [min(classes, key=lambda k, s=s: (curves[sizing][s][k], k)) for s in seeds]
-        rows_z.append([sizing, seed_stats([r["makespan"] for r in r4["SJF-BCO"]])[0],
+    for z in SIZINGS:
+        r4 = fig4[z]
+        shapes = [curve_shape([curves[z][s][k]["makespan"] for k in classes]) for s in seeds]
+        mean_curve = [seed_stats([curves[z][s][k]["makespan"] for s in seeds])[0] for k in classes]
+        ms = curve_shape(mean_curve)
+        rows_z.append([z, seed_stats([r["makespan"] for r in r4["SJF-BCO"]])[0],
                        seed_stats([r["avg_jct"] for r in r4["SJF-BCO"]])[0], _wins(r4, "makespan", "SJF-BCO"),
                        _wins(r4, "avg_jct", "SJF-BCO"), seed_stats([r["extra_pct"] for r in r4["SJF-BCO"]])[0],
-                       " ".join(str(r["kappa"]) for r in r4["SJF-BCO"]), " ".join(map(str, best_k)),
+                       " ".join(str(r["kappa"]) for r in r4["SJF-BCO"]),
                        sum(all((sh["drop"], sh["rise"], sh["dip"])) for sh in shapes),
-                       sum(sh["interior"] for sh in shapes),
-                       *[seed_stats([curves[sizing][s][k] for s in seeds])[0] for k in classes]])
+                       sum(sh["paper"] for sh in shapes), sum(sh["interior"] for sh in shapes),
+                       ms["signs"], "yes" if ms["paper"] else "no", *mean_curve])
     text.append(write_table(out_dir, "sizing_sensitivity",
                             ["sizing", "sjf_bco_makespan", "sjf_bco_avg_jct", "best_makespan_seeds",
                              "best_avg_jct_seeds", "realised_extra_pct", "kappa_chosen_per_seed",
-                             "best_fixed_kappa_per_seed", "drop_rise_dip_seeds", "interior_best_kappa_seeds",
-                             *[f"makespan_kappa_{k}" for k in classes]],
+                             "drop_rise_dip_seeds", "paper_shape_seeds", "interior_best_kappa_seeds",
+                             "mean_curve_steps", "mean_curve_paper_shape", *[f"makespan_kappa_{k}" for k in classes]],
                             rows_z, f"Sensitivity: gradient sizing rule ({len(seeds)} seeds; κ columns = mean "
                             "makespan at each job-size split)"))
 
-    # Fig. 6: vs #servers
-    rows6, series6 = [], {}
-    for algo, label in ALGOS[:3]:
-        per_n = []
-        for n in servers_sweep:
-            vals = [run_one(s, algo, horizon=1500, num_servers=n, n_jobs=n_jobs)["makespan"] for s in seeds]
-            per_n.append(vals)
-            rows6.append([label, n, *seed_stats(vals)])
-        series6[label] = per_n
-        progress(f"yu2022 fig6 {label} done")
-    text.append(write_table(out_dir, "fig6_makespan_vs_servers", ["algorithm", "servers", "makespan_mean",
-                                                                  "makespan_ci95", "makespan_min", "makespan_max"],
-                            rows6, "Fig. 6: makespan vs number of servers (T = 1500)"))
-    plot_lines(out_dir / "fig6_makespan_vs_servers.png", servers_sweep, series6, "servers", "makespan (slots)",
-               "Fig. 6: makespan vs number of servers")
-
-    # Fig. 7: vs λ at κ = 1
-    per7 = [[run_one(s, "sjf-bco", horizon=1200, kappa=1, lam=lam, n_jobs=n_jobs)["makespan"] for s in seeds]
-            for lam in lams]
-    st7 = [seed_stats(v) for v in per7]
-    progress("yu2022 fig7 done")
-    text.append(write_table(out_dir, "fig7_makespan_vs_lambda", ["lambda", "makespan_mean", "makespan_ci95",
-                                                                 "makespan_min", "makespan_max"],
-                            [[lam, *st] for lam, st in zip(lams, st7, strict=True)],
-                            "Fig. 7: makespan vs λ (κ = 1, T = 1200)"))
-    plot_lines(out_dir / "fig7_makespan_vs_lambda.png", lams, {"SJF-BCO κ=1": per7},
+    text += fig67
+    plot_lines(out_dir / "fig7_makespan_vs_lambda.png", lams, {f"SJF-BCO κ=1, sizing {z}": per7[z] for z in SIZINGS},
                "λ", "makespan (slots)", "Fig. 7: makespan vs λ (κ = 1)", categorical=True)
     summary = "\n".join(text)
     (out_dir / "summary.md").write_text(summary)
