@@ -305,9 +305,15 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
     cur = curves[DEFAULT_SIZING]
     text.append(write_table(out_dir, "fig5_makespan_vs_kappa", ["kappa", "makespan_mean", "makespan_ci95",
                                                                 "makespan_min", "makespan_max",
-                                                                *[f"seed_{s}" for s in seeds]],
+                                                                *[f"seed_{s}" for s in seeds], "planned_mean",
+                                                                "realised_extra_pct_mean", "realised_extra_pct_max",
+                                                                "contention_pct_mean", "multi_server_jobs_mean"],
                             [[sp, *seed_stats([cur[s][k]["makespan"] for s in seeds]),
-                              *[cur[s][k]["makespan"] for s in seeds]]
+                              *[cur[s][k]["makespan"] for s in seeds],
+                              seed_stats([cur[s][k]["plan_makespan"] for s in seeds])[0],
+                              *seed_stats([cur[s][k]["extra_pct"] for s in seeds])[::3],
+                              seed_stats([cur[s][k]["contention_pct"] for s in seeds])[0],
+                              seed_stats([cur[s][k]["multi_server_jobs"] for s in seeds])[0]]
                              for sp, k in zip(spans, classes, strict=True)],
                             f"Fig. 5: makespan vs κ (T = 1200, sizing {DEFAULT_SIZING}; κ values with the same "
                             "job-size split give the same run)"))
