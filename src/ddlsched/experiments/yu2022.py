@@ -257,11 +257,15 @@ def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str
         fig4[sizing], md4 = _fig4(out_dir, seeds, n_jobs, sizing, progress)
         classes, curves[sizing] = _kappa_curve(seeds, n_jobs, sizing, progress)
         md6 = _fig6(out_dir, seeds, n_jobs, sizing, servers_sweep, progress)
-        per7[sizing] = [[run_one(s, "sjf-bco", horizon=1200, kappa=1, lam=lam, n_jobs=n_jobs,
-                                 sizing=sizing)["makespan"] for s in seeds] for lam in lams]
+        runs7 = [[run_one(s, "sjf-bco", horizon=1200, kappa=1, lam=lam, n_jobs=n_jobs, sizing=sizing)
+                  for s in seeds] for lam in lams]
+        per7[sizing] = [[r["makespan"] for r in rs] for rs in runs7]
         md7 = write_table(out_dir, f"fig7_makespan_vs_lambda{_suffix(sizing)}",
-                          ["lambda", "makespan_mean", "makespan_ci95", "makespan_min", "makespan_max"],
-                          [[lam, *seed_stats(v)] for lam, v in zip(lams, per7[sizing], strict=True)],
+                          ["lambda", "makespan_mean", "makespan_ci95", "makespan_min", "makespan_max",
+                           "realised_extra_pct_mean", "contention_pct_mean", "multi_server_jobs_mean"],
+                          [[lam, *seed_stats(v), *[seed_stats([r[m] for r in rs])[0] for m in
+                                                   ("extra_pct", "contention_pct", "multi_server_jobs")]]
+                           for lam, v, rs in zip(lams, per7[sizing], runs7, strict=True)],
                           f"Fig. 7: makespan vs λ (κ = 1, T = 1200, sizing {sizing})")
         progress(f"yu2022 fig7 [{sizing}] done")
         if sizing == DEFAULT_SIZING:
