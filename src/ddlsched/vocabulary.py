@@ -114,6 +114,11 @@ MECHANISMS: dict[str, str] = {
     "switches": "rounds: task switches that paid the switching overhead",
     "leases": "rounds: gang leases granted (Start)",
     "revocations": "rounds: gang leases revoked (Preempt)",
+    "plans": "SJF-BCO/FF/LS/RAND planners: plans made (one per batch of newly arrived jobs)",
+    "fa_ffp_starts": "SJF-BCO: starts placed by FA-FFP (G_j ≤ the plan's κ: packed into servers already in use)",
+    "lbsgf_starts": "SJF-BCO: starts placed by LBSGF (G_j > κ: least-busy servers)",
+    "multi_server_starts": "SJF-BCO/FF/LS/RAND planners: starts spanning more than one server (ring over the "
+                           "network, exposed to contention)",
     "best_level_placements": "delay scheduling: starts at the job's best (tightest possible) locality level",
     "relaxed_placements": "delay scheduling: starts at a looser level than the best, after the job's timer ran out",
     "timer_holds": "delay scheduling: waits in which a job's timer held it back while GPUs for a looser placement "

@@ -284,9 +284,27 @@ class PlannedPolicy(Policy):
         self._planned: set[str] = set()
         self._model: SjfBcoContention | None = None
         self.on_plan: Callable[[Plan], None] | None = None
+        self._mech: dict[str, float] = {}
 
     def reset(self) -> None:
         self.plans, self._entries, self._planned, self._model = [], [], set(), None
+        self._mech = {}
+
+    def mechanisms(self) -> dict[str, float]:
+        """``plans`` made; starts by the rule that placed them (``fa_ffp_starts``: G_j ≤ the plan's κ,
+        ``lbsgf_starts``: larger; SJF-BCO only) and ``multi_server_starts`` (spanning > 1 server)."""
+        keys = ("plans", "multi_server_starts") + (("fa_ffp_starts", "lbsgf_starts")
+                                                   if self.algorithm == "sjf-bco" else ())
+        return {k: self._mech.get(k, 0) for k in keys}
+
+    def _count_start(self, cluster: Cluster, e: PlanEntry) -> None:
+        m = self._mech
+        if len(cluster.servers_of(list(e.gpus))) > 1:
+            m["multi_server_starts"] = m.get("multi_server_starts", 0) + 1
+        if self.algorithm == "sjf-bco":
+            kappa = self.plans[-1].kappa if self.plans else None
+            rule = "fa_ffp_starts" if kappa is not None and len(e.gpus) <= kappa else "lbsgf_starts"
+            m[rule] = m.get(rule, 0) + 1
 
     def _replan(self, view: SchedulerView) -> None:
         c = view.cluster
@@ -311,6 +329,7 @@ class PlannedPolicy(Policy):
             p = plan(c, jobs, algorithm=self.algorithm, horizon=bound, u=self.u, lam=self.lam, kappa=self.kappa,
                      model=self._model, busy_until=busy, t0=view.now, seed=int(view.rng.random() * 2**31))
         self.plans.append(p)
+        self._mech["plans"] = self._mech.get("plans", 0) + 1
         if self.on_plan is not None:
             self.on_plan(p)
         self._entries = list(p.entries)
@@ -330,6 +349,7 @@ class PlannedPolicy(Policy):
             if not reserved.intersection(e.gpus) and all(alloc.is_free(g) for g in e.gpus):
                 alloc.take(list(e.gpus))
                 out.append(Start(e.job_id, e.gpus))
+                self._count_start(view.cluster, e)
             else:
                 reserved.update(e.gpus)
                 remaining.append(e)
