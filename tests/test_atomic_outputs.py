@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -96,7 +97,9 @@ def test_an_interrupt_during_the_swap_takes_effect_after_it(tmp_path: Path, monk
     real = atomic._exchange
 
     def interrupted_exchange(a: Path, b: Path) -> bool:
-        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C lands in the middle of the replacement
+        # Ctrl-C lands in the middle of the replacement; sent to the main thread itself, so it is delivered before
+        # the call returns (os.kill may hand it to another thread, e.g. a progress bar's, that runs later)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
         return real(a, b) if atomic_exchange else False
 
     monkeypatch.setattr(atomic, "_exchange", interrupted_exchange)
