@@ -91,8 +91,10 @@ def evaluate(cluster: Cluster, results: Sequence[ScenarioResult],
     return {"summary": summary, "jobs": jobs, "cpu_util": cpu, "worker_cpu": wcpu}
 
 
-# maxmin's fairness options (docs/physics.md §12) are validated as models of their own
+# the phased model's exact phase-level mode (docs/physics.md §11) and maxmin's fairness options (§12) are
+# validated as models of their own
 EXTRA_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "phased[exact]": ("phased", {"exact": True}),  # every phase of every iteration (testbed/phase_replay.py)
     "maxmin[fairness=flow]": ("maxmin", {"fairness": "flow"}),
     "maxmin[fairness=flow-rtt]": ("maxmin", {"fairness": "flow-rtt"}),
 }
