@@ -153,7 +153,7 @@ def plot_comm(report: Mapping[str, Any], path: str | Path, variant: str = "calib
         x += 1.0
     plt = _pyplot()
     cmap = plt.get_cmap("tab10")
-    fig, (top, bot) = plt.subplots(2, 1, figsize=(16, 8.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    fig, (top, bot) = plt.subplots(2, 1, figsize=(17, 8.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     top.scatter(xs, [j["measured"]["comm_s"] for j in jobs], marker="_", s=260, color="black", linewidths=2.5,
                 label="measured", zorder=3)
     for i, k in enumerate(keys):
@@ -167,7 +167,7 @@ def plot_comm(report: Mapping[str, Any], path: str | Path, variant: str = "calib
     top.set_ylim(bottom=0)
     top.set_title(f"Predicted ({variant}) vs measured communication time per job, by scenario "
                   f"(testbed {report.get('testbed', {}).get('spec', '?')})")
-    top.legend(ncol=6, loc="upper left", fontsize=8)
+    top.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, borderaxespad=0.0)
     bot.axhline(0, color="black", lw=0.8)
     for lim in (-15, 15):
         bot.axhline(lim, color="grey", lw=0.6, ls="--")
