@@ -342,7 +342,7 @@ def _run_validation(spec: str, nic_mbit: float, calibration: str | None, out: st
 
 
 def _report(sc: Cluster, meta: dict[str, Any], cal: Any, results: list[Any], out: str, doc: str) -> None:
-    from ddlsched.testbed.validate import evaluate, markdown_detail, markdown_table, save_report
+    from ddlsched.testbed.validate import evaluate, markdown_detail, markdown_table, plot_comm, save_report
 
     report = evaluate(sc, results, cal)
     report["command"] = " ".join(["ddlsched testbed validate", *sys.argv[1 + sys.argv.index("validate"):]]
@@ -352,10 +352,21 @@ def _report(sc: Cluster, meta: dict[str, Any], cal: Any, results: list[Any], out
     save_report(report, f"{out}/fidelity.json")
     table, detail = markdown_table(report), markdown_detail(report)
     click.echo(table)
+    plots = [f"{out}/fidelity_comm.png"]
+    if doc:
+        plots.append(str(Path(doc).parent / "images" / "validation_comm.png"))
+    try:
+        for p in plots:
+            plot_comm(report, p)
+        report["plot"] = Path(plots[-1]).name
+    except ImportError:
+        click.echo("matplotlib not installed (pip install 'ddlsched[plots]'): no plot")
+        plots = []
     if doc:
         _update_doc(Path(doc), report, table, detail)
         save_report(report, Path(doc).with_suffix(".json"))
-        click.echo(f"wrote {doc}, {Path(doc).with_suffix('.json')} and {out}/fidelity.json")
+        click.echo(f"wrote {doc}, {Path(doc).with_suffix('.json')}, {out}/fidelity.json" +
+                   "".join(f", {p}" for p in plots))
 
 
 BEGIN, END = "<!-- fidelity:begin -->", "<!-- fidelity:end -->"
@@ -381,7 +392,9 @@ def _update_doc(path: Path, report: dict[str, Any], table: str, detail: str) -> 
         f"CPU: the workers used at most {100 * max(wcpu.values()):.0f} % of the host's CPUs (mean "
         f"{100 * sum(wcpu.values()) / len(wcpu):.0f} %); the host as a whole (other tenants included) was busy "
         f"{100 * min(cpu.values()):.0f}–{100 * max(cpu.values()):.0f} %.",
-        "", "### Summary (all jobs of the suite)", "", table,
+        "", f"### Summary (all {len(report['jobs'])} jobs of the suite)", "", table,
+        *(["", f"![predicted vs measured communication time per job]"
+               f"(images/{report['plot']})"] if report.get("plot") else []),
         "", "### Per job (calibrated parameters)", "", detail, END])
     text = path.read_text() if path.exists() else f"# Validation of the contention physics\n\n{BEGIN}\n{END}\n"
     if BEGIN in text and END in text:

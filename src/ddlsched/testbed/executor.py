@@ -134,7 +134,8 @@ def run_schedule(cluster: Cluster, jobs: Sequence[JobRun], out_dir: str | Path, 
                        "ddlsched.testbed.worker", "--rank", str(r), "--peers", peers,
                        "--grad-bytes", str(job.grad_mb * 1e6), "--iters", str(job.iters),
                        "--compute-ms", str(job.compute_ms), "--compute", compute, "--backend", backend,
-                       "--start-at", repr(t0 + job.start_s), "--out", str(out / f"{job.job_id}.jsonl")]
+                       "--hide-ms", repr(job.hidden_ms(cluster)), "--start-at", repr(t0 + job.start_s),
+                       "--out", str(out / f"{job.job_id}.jsonl")]
                 p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
                 procs.append((f"{job.job_id}/rank{r}", p))
         state["pids"] = [p.pid for _, p in procs]
@@ -229,7 +230,8 @@ def run_gated(cluster: Cluster, jobs: Sequence[GatedJob], out_dir: str | Path, *
                        sys.executable, "-m", "ddlsched.testbed.worker", "--rank", str(r), "--peers", peers,
                        "--grad-bytes", str(job.grad_mb * 1e6), "--iters", str(job.iters),
                        "--compute-ms", str(job.compute_ms), "--compute", compute, "--backend", backend,
-                       "--start-file", str(out / f"{job.job_id}.gate"), "--gate-timeout", str(timeout_s),
+                       "--hide-ms", repr(job.hidden_ms(cluster)), "--start-file", str(out / f"{job.job_id}.gate"),
+                       "--gate-timeout", str(timeout_s),
                        "--out", str(out / f"{job.job_id}.jsonl")]
                 procs[job.job_id].append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                                           env=env))

@@ -30,9 +30,20 @@ class JobRun:
     iters: int
     compute_ms: float = 0.0
     start_s: float = 0.0
+    overlap: float = 0.0  # ω: share of the alone all-reduce hidden under compute (docs/physics.md §11)
 
     def profile(self) -> ModelProfile:
-        return ModelProfile(f"tb-{self.job_id}", self.grad_mb, self.compute_ms, 1, 0.0)
+        return ModelProfile(f"tb-{self.job_id}", self.grad_mb, self.compute_ms, 1, 0.0, overlap=self.overlap)
+
+    def hidden_ms(self, cluster: Cluster) -> float:
+        """The worker's ``--hide-ms``: h = min(ω·m0, c) with m0 the all-reduce alone on ``cluster`` at line rate
+        (α and efficiency of ``cluster`` as given; the executor passes the uncalibrated scaled cluster)."""
+        if self.overlap <= 0 or len(self.gpus) < 2:
+            return 0.0
+        from ddlsched.perf.phased_exact import phased_job
+
+        cap = [link.capacity_Bps for link in cluster.links]
+        return 1e3 * phased_job(cluster, Placement(self.job_id, tuple(self.gpus), self.profile()), cap, 0.0).hidden_s
 
 
 @dataclass
@@ -115,6 +126,13 @@ def replay(model: PerfModel, jobs: Sequence[JobRun]) -> dict[str, JobPrediction]
 def predict(cluster: Cluster, jobs: Sequence[JobRun], model_name: str, calibration: Mapping[str, Any] | None = None,
             *, extra: Mapping[str, Any] | None = None) -> dict[str, JobPrediction]:
     """Predictions of model ``model_name`` (with calibrated parameters if given, and ``extra`` ones such as
-    ``fairness``) on the scaled ``cluster``."""
+    ``fairness``) on the scaled ``cluster``. ``extra={"exact": True}`` with ``phased`` replays every phase of every
+    iteration instead of the fluid model (:func:`ddlsched.testbed.phase_replay.replay_phases`)."""
     params = {**model_params(model_name, calibration), **(extra or {})}
+    if params.pop("exact", False):
+        if model_name != "phased":
+            raise ValueError(f"exact replay exists for the phased model only, not {model_name!r}")
+        from ddlsched.testbed.phase_replay import replay_phases
+
+        return replay_phases(cluster, jobs, **params)
     return replay(make_perf_model(model_name, cluster, **params), jobs)

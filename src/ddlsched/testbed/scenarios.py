@@ -42,8 +42,41 @@ class Scenario:
 
 
 def J(jid: str, gpus: tuple[int, ...], grad_mb: float, iters: int, compute_ms: float = 20.0,
-      start_s: float = 0.0) -> JobRun:
-    return JobRun(jid, gpus, grad_mb, iters, compute_ms, start_s)
+      start_s: float = 0.0, overlap: float = 0.0) -> JobRun:
+    return JobRun(jid, gpus, grad_mb, iters, compute_ms, start_s, overlap)
+
+
+# phase scenarios: two 4-rings on the same 4 NICs (servers 0-3), 4 MB gradient → all-reduce alone
+# m0 = 2·3/4·4 MB / 12.5 MB/s = 0.48 s at line rate; compute c = ratio · m0; b starts `offset` periods after a
+PHASE_GRAD_MB = 4.0
+PHASE_M0_MS = 480.0
+
+
+def phase_pair(name: str, what: str, ratio: float, offset: float, iters: int, overlap: float = 0.0) -> Scenario:
+    """Two identical jobs on the same 4 NICs, compute/communication ``ratio``, b ``offset`` alone periods
+    (c + (1 − ω)·m0) after a."""
+    c = ratio * PHASE_M0_MS
+    period_s = (c + (1 - overlap) * PHASE_M0_MS) / 1e3
+    return Scenario(name, what, (
+        J("a", ring([0, 1, 2, 3], 0), PHASE_GRAD_MB, iters, compute_ms=c, overlap=overlap),
+        J("b", ring([0, 1, 2, 3], 1), PHASE_GRAD_MB, iters, compute_ms=c, start_s=round(offset * period_s, 3),
+          overlap=overlap)))
+
+
+# the extended suite (docs/validation.md): compute/communication ratio 0.25 → 4 with opposite phases, phase
+# offset 0 → ½ at ratio 1, and overlapped communication (worker --hide-ms, the phased model's ω)
+PHASES: tuple[Scenario, ...] = (
+    phase_pair("ratio0.25", "compute/comm 0.25, b half a period after a", 0.25, 0.5, 6),
+    phase_pair("ratio0.5", "compute/comm 0.5, b half a period after a", 0.5, 0.5, 5),
+    phase_pair("ratio2", "compute/comm 2, b half a period after a", 2.0, 0.5, 4),
+    phase_pair("ratio4", "compute/comm 4, b half a period after a", 4.0, 0.5, 3),
+    phase_pair("offset0", "compute/comm 1, phases aligned", 1.0, 0.0, 5),
+    phase_pair("offset0.25", "compute/comm 1, b a quarter period after a", 1.0, 0.25, 5),
+    phase_pair("offset0.5", "compute/comm 1, b half a period after a (opposite phases)", 1.0, 0.5, 5),
+    phase_pair("overlap0.3", "compute/comm 1, ω = 0.3 (all-reduce starts 0.3·m0 before compute ends), aligned",
+               1.0, 0.0, 5, overlap=0.3),
+    phase_pair("overlap0.6", "compute/comm 1, ω = 0.6, b a quarter period after a", 1.0, 0.25, 5, overlap=0.6),
+)
 
 
 VALIDATION: tuple[Scenario, ...] = (
@@ -68,6 +101,7 @@ VALIDATION: tuple[Scenario, ...] = (
     Scenario("compute", "2 jobs share 4 NICs, compute ≈ communication, b offset by one compute phase", (
         J("a", ring([0, 1, 2, 3], 0), 8, 5, compute_ms=900),
         J("b", ring([0, 1, 2, 3], 1), 8, 5, compute_ms=900, start_s=0.9))),
+    *PHASES,
 )
 
 CALIBRATION: tuple[Scenario, ...] = (

@@ -3,7 +3,8 @@
 For each model in ``ddlsched.perf.PERF_MODELS`` two variants are reported: ``raw`` (default parameters,
 α = 0) and ``calibrated`` (the profile from ``ddlsched testbed calibrate``). Error of a job =
 (predicted − measured) / measured, for its mean communication time per iteration and its JCT; the table gives
-the median and the worst |error| over all jobs of the suite, and which job is worst.
+the median, 90th percentile and worst |error| over all jobs of the suite, and which job is worst.
+:func:`plot_comm` draws predicted against measured communication time per job, grouped by scenario.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 from typing import Any
+
+import numpy as np
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf import PERF_MODELS
@@ -82,6 +85,7 @@ def evaluate(cluster: Cluster, results: Sequence[ScenarioResult],
             errs = [(abs(j["predicted"][key][f"{metric}_err"]), j) for j in jobs]
             worst = max(errs, key=lambda e: e[0])
             entry[f"{metric}_median"] = median(e for e, _ in errs)
+            entry[f"{metric}_p90"] = float(np.percentile([e for e, _ in errs], 90))
             entry[f"{metric}_worst"] = worst[0]
             entry[f"{metric}_worst_at"] = f"{worst[1]['scenario']}/{worst[1]['job']}"
             entry[f"{metric}_signed_worst"] = worst[1]["predicted"][key][f"{metric}_err"]
@@ -91,8 +95,10 @@ def evaluate(cluster: Cluster, results: Sequence[ScenarioResult],
     return {"summary": summary, "jobs": jobs, "cpu_util": cpu, "worker_cpu": wcpu}
 
 
-# maxmin's fairness options (docs/physics.md §12) are validated as models of their own
+# the phased model's exact phase-level mode (docs/physics.md §11) and maxmin's fairness options (§12) are
+# validated as models of their own
 EXTRA_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "phased[exact]": ("phased", {"exact": True}),  # every phase of every iteration (testbed/phase_replay.py)
     "maxmin[fairness=flow]": ("maxmin", {"fairness": "flow"}),
     "maxmin[fairness=flow-rtt]": ("maxmin", {"fairness": "flow-rtt"}),
 }
@@ -112,13 +118,73 @@ def _pct(x: float) -> str:
 
 
 def markdown_table(report: Mapping[str, Any]) -> str:
-    lines = ["| model | params | comm. median abs. error | comm. worst error (where) | JCT median abs. error | "
-             "JCT worst error (where) |", "|---|---|---:|---|---:|---|"]
+    lines = ["| model | params | comm. median abs. error | comm. p90 | comm. worst error (where) | "
+             "JCT median abs. error | JCT p90 | JCT worst error (where) |", "|---|---|---:|---:|---|---:|---:|---|"]
     for e in report["summary"]:
-        lines.append(f"| `{e['model']}` | {e['variant']} | {_pct(e['comm_median'])} | "
+        lines.append(f"| `{e['model']}` | {e['variant']} | {_pct(e['comm_median'])} | {_pct(e['comm_p90'])} | "
                      f"{_pct(e['comm_signed_worst'])} ({e['comm_worst_at']}) | {_pct(e['jct_median'])} | "
-                     f"{_pct(e['jct_signed_worst'])} ({e['jct_worst_at']}) |")
+                     f"{_pct(e['jct_p90'])} | {_pct(e['jct_signed_worst'])} ({e['jct_worst_at']}) |")
     return "\n".join(lines)
+
+
+_MARKERS = "os^vD<>Pp*Xh"
+
+
+def plot_comm(report: Mapping[str, Any], path: str | Path, variant: str = "calibrated") -> Path:
+    """Two panels over every job of the suite, grouped by scenario: measured and predicted communication time
+    per iteration (top), prediction error (bottom, clipped to ±100 %); one marker per model."""
+    from ddlsched.experiments.figures import _pyplot
+
+    jobs = report["jobs"]
+    keys = [f"{m}/{variant}" for m in model_labels() if f"{m}/{variant}" in jobs[0]["predicted"]]
+    if not keys:
+        variant = "raw"
+        keys = [f"{m}/raw" for m in model_labels() if f"{m}/raw" in jobs[0]["predicted"]]
+    xs: list[float] = []
+    ticks: list[tuple[float, str]] = []
+    x, prev = 0.0, None
+    for j in jobs:
+        if j["scenario"] != prev:
+            if prev is not None:
+                x += 0.8
+            ticks.append((x, j["scenario"]))
+            prev = j["scenario"]
+        xs.append(x)
+        x += 1.0
+    plt = _pyplot()
+    cmap = plt.get_cmap("tab10")
+    fig, (top, bot) = plt.subplots(2, 1, figsize=(17, 8.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    top.scatter(xs, [j["measured"]["comm_s"] for j in jobs], marker="_", s=260, color="black", linewidths=2.5,
+                label="measured", zorder=3)
+    for i, k in enumerate(keys):
+        dx = (i - (len(keys) - 1) / 2) * 0.06
+        col, mk = cmap(i % 10), _MARKERS[i % len(_MARKERS)]
+        top.scatter([v + dx for v in xs], [j["predicted"][k]["comm_s"] for j in jobs], marker=mk, s=22,
+                    color=col, alpha=0.85, label=k.split("/")[0])
+        bot.scatter([v + dx for v in xs], [max(-100.0, min(100.0, 100 * j["predicted"][k]["comm_err"]))
+                                           for j in jobs], marker=mk, s=22, color=col, alpha=0.85)
+    top.set_ylabel("communication time per iteration (s)")
+    top.set_ylim(bottom=0)
+    top.set_title(f"Predicted ({variant}) vs measured communication time per job, by scenario "
+                  f"(testbed {report.get('testbed', {}).get('spec', '?')})")
+    top.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, borderaxespad=0.0)
+    bot.axhline(0, color="black", lw=0.8)
+    for lim in (-15, 15):
+        bot.axhline(lim, color="grey", lw=0.6, ls="--")
+    bot.set_ylabel("error (%), clipped to ±100")
+    bot.set_ylim(-105, 105)
+    for ax in (top, bot):
+        for t, _ in ticks[1:]:
+            ax.axvline(t - 0.9, color="#dddddd", lw=0.8, zorder=0)
+    bot.set_xticks([t + (xs[[n for n, j in enumerate(jobs) if j["scenario"] == name][-1]] - t) / 2
+                    for t, name in ticks])
+    bot.set_xticklabels([name for _, name in ticks], rotation=45, ha="right")
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return out
 
 
 def markdown_detail(report: Mapping[str, Any], variant: str = "calibrated") -> str:

@@ -8,6 +8,11 @@ Two transports: plain TCP sockets (default, no dependency) and ``torch.distribut
 (``--backend torch``, needs the ``testbed`` extra). Optional compute phase per iteration: ``sleep`` (default)
 or a real small CPU training step (``--compute train``, torch only).
 
+Overlapped communication (``--hide-ms h``, sleep compute only): the all-reduce of the gradient bucket starts
+``h`` ms before the compute phase ends and runs under its tail, as the phased model's overlap ω does
+(docs/physics.md §11: a compute-only phase of c − h, then the all-reduce while the last h of compute runs; the
+iteration ends when both are done). ``comm_s`` is then the *exposed* communication: iteration end − compute end.
+
 Run as ``python -m ddlsched.testbed.worker …`` inside a server namespace; rank 0 writes one JSON line per
 iteration to ``--out`` (compute_s, comm_s, start, end — wall-clock epoch seconds).
 """
@@ -192,6 +197,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     buf = np.empty(elems, np.float32)
     expected = float(sum(range(1, len(peers) + 1)))
     step = _train_step_factory() if args.compute == "train" else None
+    hide_s = min(max(args.hide_ms, 0.0), max(args.compute_ms, 0.0)) / 1000.0
+    if hide_s > 0 and step is not None:
+        raise ValueError("--hide-ms needs --compute sleep (the hidden compute tail is emulated)")
     ring.barrier()
     start_at = _wait_gate(args.start_file, args.gate_timeout) if args.start_file else args.start_at
     delay = start_at - time.time()
@@ -203,14 +211,22 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         if step is not None:
             step()
         elif args.compute_ms > 0:
-            time.sleep(args.compute_ms / 1000.0)
+            time.sleep(args.compute_ms / 1000.0 - hide_s)
         t1 = time.time()
+        compute_end = t1 + hide_s  # the hidden compute tail runs while the all-reduce does
         buf.fill(args.rank + 1)
         ring_allreduce(ring, buf)
+        t_ar = time.time()
+        if t_ar < compute_end:
+            time.sleep(compute_end - t_ar)
         t2 = time.time()
         if it == 0 and not (buf[0] == expected and buf[-1] == expected):
             raise RuntimeError(f"all-reduce result wrong: {buf[0]} != {expected}")
-        records.append({"iter": it, "start": t0, "end": t2, "compute_s": t1 - t0, "comm_s": t2 - t1})
+        comm_s = t2 - t1 if hide_s == 0 else max(0.0, t2 - compute_end)
+        rec = {"iter": it, "start": t0, "end": t2, "compute_s": t1 - t0 + hide_s, "comm_s": comm_s}
+        if hide_s > 0:
+            rec["allreduce_s"] = t_ar - t1
+        records.append(rec)
     if args.rank == 0 and args.out != "-":  # before the final barrier: a gated replay watches for this file
         _write_records(args.out, records)
     ring.barrier()
@@ -226,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--compute-ms", type=float, default=0.0)
     ap.add_argument("--compute", choices=["sleep", "train"], default="sleep")
+    ap.add_argument("--hide-ms", type=float, default=0.0,
+                    help="start the all-reduce this many ms before compute ends (overlap; at most --compute-ms)")
     ap.add_argument("--backend", choices=["socket", "torch"], default="socket")
     ap.add_argument("--start-at", type=float, default=0.0, help="epoch seconds of the first iteration")
     ap.add_argument("--start-file", default="",
