@@ -74,13 +74,13 @@ class Setting:
 
     @property
     def name(self) -> str:
-        return self.network if self.axis == "default" else f"{self.network}/{self.axis}={self.value}"
+        return self.network if self.axis == "default" else f"{self.network}/{self.value}"
 
 
 SETTINGS = tuple(Setting("default", "paper", n) for n in NETWORKS)
 SENSITIVITY = (
     *(Setting("arrivals", "stretch x2", n, load_scale=0.5) for n in NETWORKS),
-    *(Setting("xi_scope", "iteration", n, xi_scope="iteration") for n in NETWORKS),
+    *(Setting("xi_scope", "xi on comm too", n, xi_scope="iteration") for n in NETWORKS),
     *(Setting("gpu_mem", f"{m} GB", "flat", gpu_mem_gb=m, extra=("sjf-bsbf-s1",)) for m in (24, 16, 12)),
     Setting("window", "300 jobs", "flat", jobs_factor=3),
 )
