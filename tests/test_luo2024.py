@@ -87,9 +87,21 @@ def test_reproduce_quick_outputs_and_counters(tmp_path: Path) -> None:
     rows = list(csv.DictReader((tmp_path / "runs.csv").open()))
     settings = {r["setting"] for r in rows}
     assert {"maxmin", "none", "flat", "flat/stretch x2", "flat/xi on comm too", "flat/12 GB",
-            "flat/300 jobs"} <= settings
+            "flat/300 jobs", "flat/all xi 1.8"} <= settings
     for r in rows:
         assert int(r["shared_starts"]) <= int(r["starts"])
         if r["policy"] in ("sjf-preempt", "tiresias-700", "sjf+consolidated", "sjf-bsbf-s1"):
             assert int(r["accumulation_starts"]) == 0
     assert "Paper: SJF-BSBF" in (tmp_path / "summary.md").read_text()
+
+
+def test_xi_level_reaches_the_share_test() -> None:
+    """A constant ξ goes to the physics and to SJF-BSBF's share test: at ξ = 1.8 the test refuses most pairs that
+    SJF-FFS shares blindly; at ξ = 1.2 both share alike (60 jobs of trace1)."""
+    def shared(x: float) -> dict[str, int]:
+        rows = luo2024.run_setting(luo2024.Setting("xi_level", f"all xi {x}", "flat", xi_const=x), [0], 60)
+        return {r["policy"]: r["shared_starts"] for r in rows}
+
+    low, high = shared(1.2), shared(1.8)
+    assert low["sjf-bsbf"] == low["sjf-ffs"] > 0
+    assert high["sjf-bsbf"] < high["sjf-ffs"] / 2

@@ -24,6 +24,9 @@ Three network settings separate scheduling from network physics (``NETWORKS``):
 * ``gpu_mem`` — 24, 16 and 12 GB GPUs on the flat network (memory-bound: pairs stop fitting at s = 1, so the
   sub-batch search decides whether a pair can share), with ``sjf-bsbf-s1`` (SJF-BSBF without the sub-batch
   search, s = 1 only) beside the full policy;
+* ``xi_level`` — every pair's ξ set to one constant (``XI_LEVELS``) on the flat network, in the physics and in
+  the policies' share test alike (our ξ values are Gavel's V100 pairs plus seeded draws, not the authors' A6000
+  profiles);
 * ``window`` — 300-job windows instead of 100 on the flat network (the paper's large-scale simulation ran whole
   traces of 992–5755 jobs; ours are windows to stay within the 10-minute budget).
 
@@ -70,6 +73,7 @@ class Setting:
     gpu_mem_gb: float = 48.0
     xi_scope: str = "compute"
     jobs_factor: int = 1
+    xi_const: float | None = None
     extra: tuple[str, ...] = field(default=())
 
     @property
@@ -77,12 +81,15 @@ class Setting:
         return self.network if self.axis == "default" else f"{self.network}/{self.value}"
 
 
+XI_LEVELS = (1.2, 1.4, 1.6, 1.8)  # an even grid over the [1.1, 1.9] range of the default draw
+SHARING_POLICIES = ("sjf-bsbf", "sjf-bsbf-consolidated", "sjf-ffs")
 SETTINGS = tuple(Setting("default", "paper", n) for n in NETWORKS)
 SENSITIVITY = (
     *(Setting("arrivals", "stretch x2", n, load_scale=0.5) for n in NETWORKS),
     *(Setting("xi_scope", "xi on comm too", n, xi_scope="iteration") for n in NETWORKS),
     *(Setting("gpu_mem", f"{m} GB", "flat", gpu_mem_gb=m, extra=("sjf-bsbf-s1",)) for m in (24, 16, 12)),
     Setting("window", "300 jobs", "flat", jobs_factor=3),
+    *(Setting("xi_level", f"all xi {x:g}", "flat", xi_const=x) for x in XI_LEVELS),
 )
 
 
@@ -121,11 +128,17 @@ def run_setting(st: Setting, seeds: list[int], n_jobs: int) -> list[dict[str, An
     """Rows (one per policy × seed) of one setting, mechanism counters flattened."""
     cluster, params = network_setting(st.network, st.gpu_mem_gb)
     params = {**params, "xi_scope": st.xi_scope}
+    xi = None
+    if st.xi_const is not None:
+        xi = {"source": "none", "default": "constant", "xi_default": st.xi_const}
+        params["interference"] = xi
     rows = []
     for seed in seeds:
         jobs = workload(seed, n_jobs * st.jobs_factor, st.load_scale)
         for p in (*POLICIES, *st.extra):
             name, pp = VARIANTS.get(p, (p, {}))
+            if xi is not None and name in SHARING_POLICIES:
+                pp = {**pp, "interference": xi}  # the policies' share test sees the same ξ as the physics
             r = run_one(cluster, jobs, name, params, seed, pp, label=p)
             mech = r.pop("mechanisms")
             rows.append({"setting": st.name, "axis": st.axis, "value": st.value, "network": st.network,
