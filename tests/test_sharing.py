@@ -121,5 +121,5 @@ def test_cli_simulate(policy: str, tmp_path: Path) -> None:
 def test_reproduce_luo_quick(tmp_path: Path) -> None:
     r = CliRunner().invoke(cli, ["reproduce", "luo2024", "--quick", "--out", str(tmp_path)])
     assert r.exit_code == 0, r.output
-    for f in ("runs.csv", "summary.csv", "summary.md", "per_seed.csv", "avg_jct.png", "p99_jct.png"):
+    for f in ("runs.csv", "summary.csv", "summary.md", "per_seed.csv", "headline.csv", "avg_jct.png", "p99_jct.png"):
         assert (tmp_path / f).stat().st_size > 0

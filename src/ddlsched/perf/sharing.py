@@ -4,13 +4,18 @@
 ``SharingPerf`` wraps a registered network model (``network``, default ``maxmin``) and rewrites each job's
 iteration time:
 
-    τ_j = ξ_j · ( g(s_j) · compute_j + c_j · comm_j )
+    τ_j = ξ_j · g(s_j) · compute_j + c_j · comm_j            (xi_scope="compute", the default)
+    τ_j = ξ_j · ( g(s_j) · compute_j + c_j · comm_j )        (xi_scope="iteration", the behaviour before 2026-11-25)
 
 * compute_j, comm_j: the wrapped network model's figures (contention included);
 * g(s) = 1 + accum_penalty·(s − 1) for s = ``accum_steps`` gradient-accumulation steps [I];
 * ξ_j = max over the jobs k sharing any of j's GPUs of ξ[model_j][model_k] (the slowest worker paces the
-  ring), 1 when j shares no GPU (``ddlsched.perf.interference``; ξ scales the whole iteration, as profiled
-  pair throughputs do);
+  ring), 1 when j shares no GPU (``ddlsched.perf.interference``). By default ξ scales the compute part only:
+  the bundled ξ values are Gavel's *single-GPU* pair measurements, which contain no communication, and under
+  time-slicing one job's all-reduce overlaps its partner's kernels; two sharing jobs that also share a link are
+  already slowed by the wrapped network model. ``xi_scope="iteration"`` scales the whole iteration, as a table
+  profiled on whole multi-GPU iterations (the authors' per-GPU-count table) would
+  (docs/policies/gpu-sharing.md §2);
 * c_j — network congestion [I] (docs/policies/delay-sched.md §2 "global congested-network multiplier", emulating
 background traffic):
   1 for a job inside one server, ``congestion`` for a job spanning servers of one rack,
@@ -22,7 +27,7 @@ A job that starts sharing a GPU or whose partner leaves is re-timed (returned by
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf.base import IterationTime, PerfModel, Placement
@@ -36,7 +41,8 @@ class SharingPerf(PerfModel):
 
     def __init__(self, cluster: Cluster, network: str = "maxmin", network_params: dict[str, Any] | None = None,
                  congestion: float = 1.0, rack_congestion: float = 1.0, accum_penalty: float = ACCUM_PENALTY,
-                 interference: dict[str, Any] | None = None) -> None:
+                 interference: dict[str, Any] | None = None,
+                 xi_scope: Literal["compute", "iteration"] = "compute") -> None:
         super().__init__(cluster)
         from ddlsched.perf import make_perf_model
 
@@ -44,6 +50,9 @@ class SharingPerf(PerfModel):
             raise ValueError("the sharing model cannot wrap itself")
         if congestion < 1 or rack_congestion < 1 or accum_penalty < 0:
             raise ValueError("congestion and rack_congestion must be >= 1, accum_penalty >= 0")
+        if xi_scope not in ("compute", "iteration"):
+            raise ValueError(f"xi_scope must be 'compute' or 'iteration', got {xi_scope!r}")
+        self.xi_scope = xi_scope
         self.network, self.network_params = network, dict(network_params or {})
         self.congestion, self.rack_congestion, self.accum_penalty = congestion, rack_congestion, accum_penalty
         self.interference_params = dict(interference or {})
@@ -56,7 +65,7 @@ class SharingPerf(PerfModel):
     def params(self) -> dict[str, Any]:
         return {"network": self.network, "network_params": self.network_params, "congestion": self.congestion,
                 "rack_congestion": self.rack_congestion, "accum_penalty": self.accum_penalty,
-                "interference": self.interference_params}
+                "interference": self.interference_params, "xi_scope": self.xi_scope}
 
     # ------------------------------------------------------------------ helpers
     def congestion_factor(self, gpus: tuple[int, ...]) -> float:
@@ -85,7 +94,7 @@ class SharingPerf(PerfModel):
         p = self._placements[job_id]
         xi = self.xi_of(job_id)
         t = IterationTime(xi * accum_slowdown(p.accum_steps, self.accum_penalty) * raw.compute_s,
-                          xi * self._cfactor[job_id] * raw.comm_s)
+                          (xi if self.xi_scope == "iteration" else 1.0) * self._cfactor[job_id] * raw.comm_s)
         self._times[job_id] = t
         return t
 
