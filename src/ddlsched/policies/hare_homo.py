@@ -1,0 +1,55 @@
+"""``sched-homo``: the HPDC'22 paper's Sched_Homo baseline on the rounds model (docs/policies/hare.md §10).
+
+A weighted-JCT scheduler with inter- and intra-job parallelism that assumes homogeneous GPUs (after Zhang et al.,
+MobiHoc'20, as the Hare paper describes it) [I]: jobs in Smith's rule order w_j / (R_j · n_j · p_ref) with the
+reference-GPU task time p_ref for every GPU; no job preemption — a job that has started stays ahead of every job
+that has not; relaxed synchronisation like Hare (a round's tasks on any idle GPUs, several on one GPU), but idle
+GPUs are taken in index order, blind to their type.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ddlsched.engine.decisions import RunTask
+from ddlsched.engine.model import Requirements
+from ddlsched.engine.rounds import RoundsView
+from ddlsched.policies.base import Policy
+from ddlsched.policies.registry import register
+
+
+@register
+class SchedHomo(Policy):
+    """Smith's rule on homogeneous sizes, started jobs first, tasks to idle GPUs in index order."""
+
+    name = "sched-homo"
+    family = "chen2024"
+    description = "Sched_Homo (Hare's baseline): weighted Smith's rule assuming identical GPUs, relaxed sync"
+    requirements = Requirements(model="rounds", preemptive=True, gang=False)
+
+    def reset(self) -> None:
+        self._started: set[str] = set()
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def schedule(self, view: RoundsView) -> list[Any]:
+        idle = view.idle_gpus()
+        ready = [j for j in view.jobs if j.ready > 0]
+        if not idle or not ready:
+            return []
+        ready.sort(key=lambda j: (j.job_id not in self._started, -j.weight / (j.rounds * j.n * j.ref_task_s),
+                                  j.seq))
+        out: list[Any] = []
+        k = 0
+        left = {j.job_id: j.ready for j in ready}
+        for g in idle:
+            while k < len(ready) and left[ready[k].job_id] == 0:
+                k += 1
+            if k == len(ready):
+                break
+            j = ready[k]
+            out.append(RunTask(j.job_id, g))
+            self._started.add(j.job_id)
+            left[j.job_id] -= 1
+        return out
