@@ -23,6 +23,7 @@ from typing import Any
 from ddlsched.engine import SimConfig, run_simulation
 from ddlsched.experiments import chen2024_hpdc as hp
 from ddlsched.experiments.figures import plot_bars, seed_stats, write_csv
+from ddlsched.metrics.summary import total_weighted_jct
 from ddlsched.policies import make_policy
 from ddlsched.workload.jobspec import JobSpec
 
@@ -35,8 +36,7 @@ PAPER_GAIN_300 = (54.6, 80.5)
 
 def weighted_jct(records: list[dict[str, Any]], jobs: list[JobSpec]) -> float:
     """Total weighted JCT Σ w_j · jct_j (docs/metrics.md ``total_weighted_jct_s``) over completed jobs."""
-    w = {j.job_id: j.weight for j in jobs}
-    return float(sum(w[r["job_id"]] * r["jct_s"] for r in records))
+    return total_weighted_jct(records, {j.job_id: j.weight for j in jobs})
 
 
 def _one(cl: Any, jobs: list[JobSpec], policy: str, seed: int, cat: Any) -> dict[str, Any]:
