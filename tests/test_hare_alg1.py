@@ -73,3 +73,14 @@ def test_h_order_and_earliest_free_gpu_hand_checked() -> None:
     assert r["b"]["first_start_s"] == pytest.approx(3.0)
     # b's rounds: one on each GPU (3 s on the K80 + 1 s on the V100), in either order
     assert r["b"]["finish_s"] == pytest.approx(7.0)
+
+
+def test_gpu_choice_fastest_takes_the_fast_idle_gpu() -> None:
+    # 1 V100 (GPU 0) + 1 K80 (GPU 1). a (1 task) at t=0 takes GPU 0 (both idle since 0; tie → index), 0–1 s.
+    # b arrives at 1.0: the K80 has been idle since 0, the V100 since 1 → "earliest" puts b on the K80 (3 s),
+    # "fastest" on the V100 (1 s).
+    jobs = [_job("a", 1, 1), _job("b", 1, 1, arrival=1.0)]
+    _, res = _run(_cluster(1, 1), jobs, HareAlg1(solver="greedy"))
+    assert _by_id(res)["b"]["jct_s"] == pytest.approx(3.0)
+    _, res = _run(_cluster(1, 1), jobs, HareAlg1(solver="greedy", gpu_choice="fastest"))
+    assert _by_id(res)["b"]["jct_s"] == pytest.approx(1.0)

@@ -60,3 +60,12 @@ def test_sched_homo_smith_order_blind_to_gpu_type() -> None:
     assert r["b"]["last_gpus"] == "0"
     assert r["a"]["last_gpus"] == "1"
     assert r["a"]["jct_s"] == pytest.approx(3.0)
+
+
+def test_sched_homo_gpu_order_idle_vs_index() -> None:
+    # a on GPU 0 (V100) 0–1; b arrives at 1.0: "idle" gives it the K80 (idle since 0, 3 s), "index" the V100 (1 s)
+    jobs = [_job("a", 1, 1), _job("b", 1, 1, arrival=1.0)]
+    _, res = _run(_cluster(1, 1), jobs, make_policy("sched-homo"))
+    assert _by_id(res)["b"]["jct_s"] == pytest.approx(3.0)
+    _, res = _run(_cluster(1, 1), jobs, make_policy("sched-homo", {"gpu_order": "index"}))
+    assert _by_id(res)["b"]["jct_s"] == pytest.approx(1.0)

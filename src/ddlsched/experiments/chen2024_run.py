@@ -9,7 +9,10 @@ Experiments (setup in :mod:`ddlsched.experiments.chen2024_hpdc`):
 3. ``testbed15``, 30 jobs (offered load 1.0): the same table on the paper's testbed mix.
 
 Sensitivity (the reconstructed choices most likely to move the headline): job scales all 1 GPU (Philly-like) instead
-of {1, …, 16}, on ``sim160`` at 200 jobs. ``--quick``: ``testbed15`` with 12 jobs only.
+of {1, …, 16}, on ``sim160`` at 200 jobs (``scale1``); and, on every ``sim160`` experiment, ``hare-alg1`` with the
+greedy relaxation instead of the LP (``hare-alg1/greedy``), with the fastest idle GPU instead of the earliest
+available (``hare-alg1/fastest``), and ``sched-homo`` taking idle GPUs in index order (``sched-homo/index``).
+``--quick``: ``testbed15`` with 12 jobs only.
 The relaxation solver (HiGHS LP or greedy fallback) used by ``hare-alg1`` is reported per run.
 """
 
@@ -30,6 +33,13 @@ from ddlsched.workload.jobspec import JobSpec
 HARE = "hare-alg1"
 BASELINES = ["allox", "sched-homo", "srtf-het", "gavel-fifo"]
 POLICIES = [HARE, *BASELINES]
+# sensitivity variants (label -> policy, parameters), run on sim160 only
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "hare-alg1/greedy": (HARE, {"solver": "greedy"}),
+    "hare-alg1/fastest": (HARE, {"gpu_choice": "fastest"}),
+    "sched-homo/index": ("sched-homo", {"gpu_order": "index"}),
+}
+SPECS: dict[str, tuple[str, dict[str, Any]]] = {p: (p, {}) for p in POLICIES} | VARIANTS
 PAPER_ALLOX_RATIO = 2.0
 PAPER_GAIN_300 = (54.6, 80.5)
 
@@ -39,8 +49,9 @@ def weighted_jct(records: list[dict[str, Any]], jobs: list[JobSpec]) -> float:
     return total_weighted_jct(records, {j.job_id: j.weight for j in jobs})
 
 
-def _one(cl: Any, jobs: list[JobSpec], policy: str, seed: int, cat: Any) -> dict[str, Any]:
-    pol = make_policy(policy)
+def _one(cl: Any, jobs: list[JobSpec], label: str, seed: int, cat: Any) -> dict[str, Any]:
+    name, params = SPECS[label]
+    pol = make_policy(name, params)
     t = time.process_time()
     res = run_simulation(cl, jobs, pol, SimConfig(seed=seed, record_timeseries=False,
                                                   model_params=dict(hp.MODEL_PARAMS)), catalog=cat)
@@ -69,7 +80,8 @@ def run_hpdc(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable
         cl = hp.cluster(ckind)
         for seed in seeds:
             jobs = hp.sample_jobs(all_jobs, seed, n, cl, n / 200 if ckind == "sim160" else 1.0, scales=scales)
-            for pol in POLICIES:
+            labels = POLICIES + (list(VARIANTS) if ckind == "sim160" else [])
+            for pol in labels:
                 rows.append({"experiment": exp, "cluster": ckind, "jobs": n, "seed": seed, "policy": pol,
                              **_one(cl, jobs, pol, seed, cat)})
             progress(f"chen2024 hpdc: {exp} seed {seed} done")
@@ -85,7 +97,7 @@ def _table(rows: list[dict[str, Any]], exps: list[Any], seeds: list[int]) -> lis
     for exp, *_ in exps:
         sub = [r for r in rows if r["experiment"] == exp]
         hare = {r["seed"]: r["total_weighted_jct_h"] for r in sub if r["policy"] == HARE}
-        for pol in POLICIES:
+        for pol in [p for p in SPECS if any(r["policy"] == p for r in sub)]:
             pr = [r for r in sub if r["policy"] == pol]
             w = [r["total_weighted_jct_h"] for r in pr]
             ratio = [r["total_weighted_jct_h"] / hare[r["seed"]] for r in pr]
@@ -130,7 +142,7 @@ def _report(out_dir: Path, table: list[dict[str, Any]], rows: list[dict[str, Any
     if al is not None:
         lines.append(f"headline: AlloX / Hare weighted JCT at 200 jobs on 160 GPUs = {al['ratio_to_hare']:.2f}x "
                      f"(paper ~{PAPER_ALLOX_RATIO:g}x)")
-    g300 = [t["hare_reduction_pct"] for t in table if t["experiment"] == "jobs300" and t["policy"] != HARE]
+    g300 = [t["hare_reduction_pct"] for t in table if t["experiment"] == "jobs300" and t["policy"] in BASELINES]
     if g300:
         lines.append(f"headline: Hare better by {min(g300):.1f}-{max(g300):.1f} % at 300 jobs "
                      f"(paper {PAPER_GAIN_300[0]}-{PAPER_GAIN_300[1]} %)")
@@ -140,7 +152,7 @@ def _report(out_dir: Path, table: list[dict[str, Any]], rows: list[dict[str, Any
 
 def _plots(out_dir: Path, table: list[dict[str, Any]]) -> None:
     for exp in sorted({t["experiment"] for t in table}):
-        sub = [t for t in table if t["experiment"] == exp and t["policy"] != HARE]
+        sub = [t for t in table if t["experiment"] == exp and t["policy"] in BASELINES]
         paper = {"allox": PAPER_ALLOX_RATIO} if exp == "jobs200" else None
         plot_bars(out_dir / f"ratio_{exp}.png", [t["policy"] for t in sub],
                   {"baseline ÷ Hare": [t["ratio_seeds"] for t in sub]}, "total weighted JCT ÷ Hare's",

@@ -8,6 +8,8 @@
 3. List scheduling in H order, event by event: each idle GPU — the one idle longest first, i.e. the GPU that became
    available earliest, not the fastest — takes a released task with the smallest H. Release: the job's arrival for
    round 0, the end of the previous round's synchronisation after that (the engine's round barrier).
+   ``gpu_choice="fastest"`` (a sensitivity, not the paper's rule): the task with the smallest H takes, among the idle
+   GPUs, the one fastest for it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pydantic import PositiveInt
 from ddlsched.engine.decisions import RunTask
 from ddlsched.engine.model import Requirements
 from ddlsched.engine.rounds import RoundsView
+from ddlsched.errors import ConfigError
 from ddlsched.policies.base import Policy
 from ddlsched.policies.hare_lp import RelaxJob, relax
 from ddlsched.policies.registry import register
@@ -30,11 +33,14 @@ class HareAlg1(Policy):
 
     name = "hare-alg1"
     family = "chen2024"
-    paper_scale_jobs = 1_000
     description = "Hare offline Algorithm 1: LP relaxation (HiGHS, greedy fallback) -> H order -> earliest-free GPU"
     requirements = Requirements(model="rounds", preemptive=True, gang=False)
 
-    def __init__(self, solver: Literal["auto", "highs", "greedy"] = "auto", intervals: PositiveInt = 40) -> None:
+    def __init__(self, solver: Literal["auto", "highs", "greedy"] = "auto", intervals: PositiveInt = 40,
+                 gpu_choice: Literal["earliest", "fastest"] = "earliest") -> None:
+        if gpu_choice not in ("earliest", "fastest"):
+            raise ConfigError("gpu_choice must be 'earliest' or 'fastest'", field="gpu_choice")
+        self.gpu_choice = gpu_choice
         self.solver = solver
         self.intervals = int(intervals)
         self.reset()
@@ -74,6 +80,8 @@ class HareAlg1(Policy):
         ready.sort(key=lambda j: (self._h[j.job_id][j.round], j.seq))
         left = {j.job_id: j.ready for j in ready}
         out: list[Any] = []
+        if self.gpu_choice == "fastest":
+            return self._fastest(view, idle, ready, left)
         k = 0
         for g in sorted(idle, key=lambda g: (self._idle_since[g], g)):
             while k < len(ready) and left[ready[k].job_id] == 0:
@@ -84,4 +92,18 @@ class HareAlg1(Policy):
             out.append(RunTask(j.job_id, g))
             left[j.job_id] -= 1
             del self._idle_since[g]
+        return out
+
+    def _fastest(self, view: RoundsView, idle: list[int], ready: list[Any], left: dict[str, int]) -> list[Any]:
+        free = set(idle)
+        out: list[Any] = []
+        for j in ready:
+            while left[j.job_id] > 0 and free:
+                g = min(free, key=lambda g: (view.task_time(j, g), self._idle_since[g], g))
+                out.append(RunTask(j.job_id, g))
+                left[j.job_id] -= 1
+                free.discard(g)
+                del self._idle_since[g]
+            if not free:
+                break
         return out

@@ -3,17 +3,20 @@
 A weighted-JCT scheduler with inter- and intra-job parallelism that assumes homogeneous GPUs (after Zhang et al.,
 MobiHoc'20, as the Hare paper describes it) [I]: jobs in Smith's rule order w_j / (R_j · n_j · p_ref) with the
 reference-GPU task time p_ref for every GPU; no job preemption — a job that has started stays ahead of every job
-that has not; relaxed synchronisation like Hare (a round's tasks on any idle GPUs, several on one GPU), but idle
-GPUs are taken in index order, blind to their type.
+that has not; relaxed synchronisation like Hare (a round's tasks on any idle GPUs, several on one GPU), idle GPUs
+taken blind to their type: the one idle longest first (``gpu_order="idle"``, the same type-blind rule as step 3 of
+``hare-alg1``), or in index order (``gpu_order="index"``: on a cluster whose fast servers come first this is
+accidentally fastest-first).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from ddlsched.engine.decisions import RunTask
 from ddlsched.engine.model import Requirements
 from ddlsched.engine.rounds import RoundsView
+from ddlsched.errors import ConfigError
 from ddlsched.policies.base import Policy
 from ddlsched.policies.registry import register
 
@@ -29,15 +32,23 @@ class SchedHomo(Policy):
 
     def reset(self) -> None:
         self._started: set[str] = set()
+        self._idle_since: dict[int, float] = {}
 
-    def __init__(self) -> None:
+    def __init__(self, gpu_order: Literal["idle", "index"] = "idle") -> None:
+        if gpu_order not in ("idle", "index"):
+            raise ConfigError("gpu_order must be 'idle' or 'index'", field="gpu_order")
+        self.gpu_order = gpu_order
         self.reset()
 
     def schedule(self, view: RoundsView) -> list[Any]:
         idle = view.idle_gpus()
+        for g in idle:
+            self._idle_since.setdefault(g, view.now)
         ready = [j for j in view.jobs if j.ready > 0]
         if not idle or not ready:
             return []
+        if self.gpu_order == "idle":
+            idle.sort(key=lambda g: (self._idle_since[g], g))
         ready.sort(key=lambda j: (j.job_id not in self._started, -j.weight / (j.rounds * j.n * j.ref_task_s),
                                   j.seq))
         out: list[Any] = []
@@ -51,5 +62,6 @@ class SchedHomo(Policy):
             j = ready[k]
             out.append(RunTask(j.job_id, g))
             self._started.add(j.job_id)
+            del self._idle_since[g]
             left[j.job_id] -= 1
         return out
