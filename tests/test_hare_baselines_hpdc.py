@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ddlsched.cluster.topology import Cluster, ServerSpec
 from ddlsched.policies import make_policy
 from ddlsched.policies.hare_allox import hungarian
-from test_hare import _by_id, _cluster, _job, _run
+from test_hare import TYPES, _by_id, _cluster, _job, _run
 
 
 def test_gavel_fifo_gang_fastest_gpus_and_head_of_line_blocking() -> None:
@@ -69,3 +70,19 @@ def test_sched_homo_gpu_order_idle_vs_index() -> None:
     assert _by_id(res)["b"]["jct_s"] == pytest.approx(3.0)
     _, res = _run(_cluster(1, 1), jobs, make_policy("sched-homo", {"gpu_order": "index"}))
     assert _by_id(res)["b"]["jct_s"] == pytest.approx(1.0)
+
+
+def test_sched_homo_spread_one_task_per_gpu_per_round() -> None:
+    # GPU 0 = K80 (3 s/task), GPU 1 = V100 (1 s). b (weight 100, 1 task × 2 rounds) first → K80 0–3; a (2 tasks ×
+    # 1 round) → V100 0–1. At t=1 the V100 is idle: relaxed, a's second task runs there (1–2, a done at 2);
+    # spread, a may not use the V100 twice in the round and waits; at 3 b's second round takes the V100 (idle
+    # longest) and a's task the K80 (3–6).
+    cl = Cluster.build("t", [[ServerSpec(1, "K80", 10.0), ServerSpec(1, "V100", 10.0)]], dict(TYPES))
+    jobs = [_job("b", 1, 2).with_(weight=100.0), _job("a", 2, 1)]
+    _, res = _run(cl, jobs, make_policy("sched-homo"))
+    assert _by_id(res)["a"]["jct_s"] == pytest.approx(2.0)
+    _, res = _run(cl, jobs, make_policy("sched-homo", {"spread": True}))
+    assert _by_id(res)["a"]["jct_s"] == pytest.approx(6.0)
+    # a round wider than the cluster still runs (GPUs reused once every GPU had a task of it)
+    _, res = _run(cl, [_job("c", 3, 1)], make_policy("sched-homo", {"spread": True}))
+    assert len(res.records) == 1

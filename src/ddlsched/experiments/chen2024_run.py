@@ -11,7 +11,8 @@ Experiments (setup in :mod:`ddlsched.experiments.chen2024_hpdc`):
 Sensitivity (the reconstructed choices most likely to move the headline): job scales all 1 GPU (Philly-like) instead
 of {1, …, 16}, on ``sim160`` at 200 jobs (``scale1``); and, on every ``sim160`` experiment, ``hare-alg1`` with the
 greedy relaxation instead of the LP (``hare-alg1/greedy``), with the fastest idle GPU instead of the earliest
-available (``hare-alg1/fastest``), and ``sched-homo`` taking idle GPUs in index order (``sched-homo/index``).
+available (``hare-alg1/fastest``), and ``sched-homo`` taking idle GPUs in index order (``sched-homo/index``) or spreading each round
+over distinct GPUs (``sched-homo/spread``).
 ``--quick``: ``testbed15`` with 12 jobs only.
 The relaxation solver (HiGHS LP or greedy fallback) used by ``hare-alg1`` is reported per run.
 """
@@ -38,6 +39,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "hare-alg1/greedy": (HARE, {"solver": "greedy"}),
     "hare-alg1/fastest": (HARE, {"gpu_choice": "fastest"}),
     "sched-homo/index": ("sched-homo", {"gpu_order": "index"}),
+    "sched-homo/spread": ("sched-homo", {"spread": True}),
 }
 SPECS: dict[str, tuple[str, dict[str, Any]]] = {p: (p, {}) for p in POLICIES} | VARIANTS
 PAPER_ALLOX_RATIO = 2.0
@@ -133,10 +135,10 @@ def _report(out_dir: Path, table: list[dict[str, Any]], rows: list[dict[str, Any
     lines = ["chen2024, HPDC'22 setup (total weighted JCT; mean over seeds " + str(seeds) + "):"]
     for t in table:
         if t["policy"] == HARE:
-            lines.append(f"  [{t['experiment']}] {HARE:11s} {t['weighted_jct_h']:.1f} h (relaxation: "
+            lines.append(f"  {t['experiment']:8s} {HARE:18s} {t['weighted_jct_h']:.1f} h (relaxation: "
                          f"{t['solver']})")
         else:
-            lines.append(f"  [{t['experiment']}] {t['policy']:11s} {t['ratio_to_hare']:.2f}x Hare's, Hare "
+            lines.append(f"  {t['experiment']:8s} {t['policy']:18s} {t['ratio_to_hare']:.2f}x Hare's, Hare "
                          f"{t['hare_reduction_pct']:+.1f} % better")
     al = next((t for t in table if t["experiment"] == "jobs200" and t["policy"] == "allox"), None)
     if al is not None:

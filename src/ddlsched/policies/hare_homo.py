@@ -6,7 +6,8 @@ reference-GPU task time p_ref for every GPU; no job preemption — a job that ha
 that has not; relaxed synchronisation like Hare (a round's tasks on any idle GPUs, several on one GPU), idle GPUs
 taken blind to their type: the one idle longest first (``gpu_order="idle"``, the same type-blind rule as step 3 of
 ``hare-alg1``), or in index order (``gpu_order="index"``: on a cluster whose fast servers come first this is
-accidentally fastest-first).
+accidentally fastest-first). ``spread=True`` (a sensitivity): a homogeneous planner divides a round evenly, one
+task per GPU, so a job never runs two tasks of one round on the same GPU and a slow GPU paces the round.
 """
 
 from __future__ import annotations
@@ -33,8 +34,11 @@ class SchedHomo(Policy):
     def reset(self) -> None:
         self._started: set[str] = set()
         self._idle_since: dict[int, float] = {}
+        self._used: dict[str, tuple[int, set[int]]] = {}
+        self._all: range = range(0)  # job -> (round, GPUs given a task of it in that round)
 
-    def __init__(self, gpu_order: Literal["idle", "index"] = "idle") -> None:
+    def __init__(self, gpu_order: Literal["idle", "index"] = "idle", spread: bool = False) -> None:
+        self.spread = bool(spread)
         if gpu_order not in ("idle", "index"):
             raise ConfigError("gpu_order must be 'idle' or 'index'", field="gpu_order")
         self.gpu_order = gpu_order
@@ -51,6 +55,9 @@ class SchedHomo(Policy):
             idle.sort(key=lambda g: (self._idle_since[g], g))
         ready.sort(key=lambda j: (j.job_id not in self._started, -j.weight / (j.rounds * j.n * j.ref_task_s),
                                   j.seq))
+        if self.spread:
+            self._all = range(view.cluster.num_gpus)
+            return self._spread(idle, ready)
         out: list[Any] = []
         k = 0
         left = {j.job_id: j.ready for j in ready}
@@ -64,4 +71,24 @@ class SchedHomo(Policy):
             self._started.add(j.job_id)
             del self._idle_since[g]
             left[j.job_id] -= 1
+        return out
+
+    def _spread(self, idle: list[int], ready: list[Any]) -> list[Any]:
+        free = list(idle)
+        out: list[Any] = []
+        for j in ready:
+            rnd, used = self._used.get(j.job_id, (-1, set()))
+            if rnd != j.round:
+                used = set()
+                self._used[j.job_id] = (j.round, used)
+            n = j.ready
+            everywhere = len(used) >= len(self._all)  # a round wider than the cluster may reuse GPUs
+            for g in [g for g in free if everywhere or g not in used][:n]:
+                out.append(RunTask(j.job_id, g))
+                used.add(g)
+                free.remove(g)
+                self._started.add(j.job_id)
+                del self._idle_since[g]
+            if not free:
+                break
         return out
