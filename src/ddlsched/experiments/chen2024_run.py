@@ -11,8 +11,8 @@ Experiments (setup in :mod:`ddlsched.experiments.chen2024_hpdc`):
 Sensitivity (the reconstructed choices most likely to move the headline): job scales all 1 GPU (Philly-like) instead
 of {1, …, 16}, on ``sim160`` at 200 jobs (``scale1``); and, on every ``sim160`` experiment, ``hare-alg1`` with the
 greedy relaxation instead of the LP (``hare-alg1/greedy``), with the fastest idle GPU instead of the earliest
-available (``hare-alg1/fastest``), and ``sched-homo`` taking idle GPUs in index order (``sched-homo/index``) or spreading each round
-over distinct GPUs (``sched-homo/spread``).
+available (``hare-alg1/fastest``), and ``sched-homo`` taking idle GPUs in index order (``sched-homo/index``) or
+spreading each round over distinct GPUs (``sched-homo/spread``).
 ``--quick``: ``testbed15`` with 12 jobs only.
 The relaxation solver (HiGHS LP or greedy fallback) used by ``hare-alg1`` is reported per run.
 """
