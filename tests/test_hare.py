@@ -186,9 +186,18 @@ def test_reproduce_quick_writes_files(tmp_path: Path) -> None:
     from ddlsched.experiments.registry import run_reproduction
 
     text = run_reproduction("chen2024", tmp_path, [0], True, progress=lambda m: None)
-    assert "hlas" in text
+    assert "hlas" in text and "hare-alg1" in text
     for f in ("runs.csv", "summary.csv", "summary.md", "avg_jct.png"):
-        assert (tmp_path / f).stat().st_size > 0
+        assert (tmp_path / "tcc" / f).stat().st_size > 0
+    for f in ("runs.csv", "summary.csv", "summary.md", "ratio_testbed.png"):
+        assert (tmp_path / "hpdc" / f).stat().st_size > 0
+    import csv
+    rows = list(csv.DictReader((tmp_path / "hpdc" / "runs.csv").open()))
+    assert {r["policy"] for r in rows} == {"hare-alg1", "allox", "sched-homo", "srtf-het", "gavel-fifo"}
+    assert all(r["unfinished"] == "0" for r in rows)
+    # the relaxation that ran is reported; relaxed rounds are counted (allox runs every round on one GPU)
+    assert {r["solver"] for r in rows if r["policy"] == "hare-alg1"} <= {"lp", "greedy"}
+    assert int(next(r for r in rows if r["policy"] == "allox")["relaxed_rounds"]) > 0
 
 
 def test_cli_simulate_routes_to_task_engine(tmp_path: Path) -> None:

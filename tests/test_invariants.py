@@ -29,7 +29,8 @@ FAMILIES = {
     "gpu-sharing": ["sjf-bsbf", "sjf-ffs", "tiresias-700"],
     "yu2022": ["sjf-bco", "bco-ff"],
     "wang2020": ["ada-srsf", "srsf2"],
-    "chen2024": ["hlas", "hare-offline", "gavel-het", "tiresias-het"],
+    "chen2024": ["hlas", "hare-offline", "gavel-het", "tiresias-het", "hare-alg1", "allox", "gavel-fifo",
+                 "sched-homo"],
 }
 
 

@@ -127,7 +127,17 @@ MECHANISMS: dict[str, str] = {
                           "the timer ran out)",
     "network_preemptions": "delay scheduling: running jobs evicted to consolidate a waiting high-sensitivity job",
     "timer_updates": "delay scheduling with a tuner: tuning rounds that set the class timers",
+    "relaxation_lp": "hare-alg1: relaxations solved as a linear program by HiGHS",
+    "relaxation_greedy": "hare-alg1: relaxations filled by the greedy Smith's-rule fallback (no highspy)",
+    "matchings": "allox: min-cost job-to-GPU matchings solved",
     "tuner_replays": "delay scheduling, search tuner: replays simulated to score candidate timers",
+}
+
+REPRODUCTION_METRICS: dict[str, str] = {
+    "total_weighted_jct_s": "Σ over completed jobs of weight × jct_s, the job's weight from the trace or workload "
+                            "(JobSpec.weight, default 1); the objective of Hare's offline algorithm (chen2024, "
+                            "HPDC setup). Computed by ddlsched.metrics.summary.total_weighted_jct from the records "
+                            "and the job list; not in summary.json",
 }
 
 TIMESERIES_FIELDS: dict[str, str] = {
@@ -196,6 +206,7 @@ def markdown() -> str:
     return "\n".join(head + table("Per-job records (records.csv)", RECORD_FIELDS)
                      + table("Summary (summary.json)", SUMMARY_FIELDS)
                      + table("Mechanism counters (summary.json → mechanisms)", MECHANISMS)
+                     + table("Reproduction metrics (tables of `ddlsched reproduce`)", REPRODUCTION_METRICS)
                      + table("Time series (timeseries.csv)", TIMESERIES_FIELDS) + _warnings_section()).rstrip() + "\n"
 
 

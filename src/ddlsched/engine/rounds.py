@@ -110,6 +110,7 @@ class RoundJobView:
 
     job_id = property(lambda self: self._j.spec.job_id)
     seq = property(lambda self: self._j.seq, doc="arrival order")
+    arrival_s = property(lambda self: self._j.spec.arrival_s, doc="submission time")
     n = property(lambda self: self._j.n, doc="tasks per round (GPUs asked for)")
     weight = property(lambda self: self._j.weight)
     rounds = property(lambda self: self._j.rounds, doc="coarse rounds")
@@ -151,6 +152,12 @@ class RoundsView:
     def jobs(self) -> list[RoundJobView]:
         """Arrived, unfinished jobs in arrival order."""
         return self._m.active_views()
+
+    @property
+    def all_jobs(self) -> list[RoundJobView]:
+        """Every job of the run that can run on this cluster, future arrivals included, in arrival order — for
+        offline (clairvoyant) policies only, such as ``hare-alg1``."""
+        return self._m.all_views()
 
     @property
     def job_events(self) -> bool:
@@ -273,6 +280,9 @@ class RoundsModel(ExecutionModel):
             self._active = [j for j in self.jobs.values() if j.arrived and not j.done]
             self._active_dirty = False
         return self._active
+
+    def all_views(self) -> list[RoundJobView]:
+        return [self.views[j.job_id] for j in self.jobs.values() if j.rounds > 0 and not j.reject_reason]
 
     def active_views(self) -> list[RoundJobView]:
         return [self.views[j.job_id] for j in self._refresh_active()]

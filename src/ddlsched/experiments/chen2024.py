@@ -85,9 +85,19 @@ def _run(cluster: Cluster, jobs: list[JobSpec], policy: str, seed: int, catalog:
             "unfinished": len(res.unfinished) + len(res.rejected), "events": res.events}
 
 
-@register_reproduction("chen2024", "Hare/HLAS on heterogeneous GPUs vs Gavel/Tiresias/SRTF gang baselines "
-                                   "(docs/policies/hare.md §7)")
+@register_reproduction("chen2024", "Hare on heterogeneous GPUs: the HPDC'22 setup (Algorithm 1 vs Gavel_FIFO, SRTF, "
+                                   "Sched_Homo, AlloX; weighted JCT) and the TCC/HLAS setup (docs/policies/hare.md)")
 def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str], None]) -> str:
+    """Both setups: HPDC'22 under ``out_dir/hpdc``, TCC/HLAS under ``out_dir/tcc``."""
+    from ddlsched.experiments.chen2024_run import run_hpdc
+
+    hpdc = run_hpdc(out_dir=out_dir / "hpdc", seeds=seeds, quick=quick, progress=progress)
+    tcc = run_tcc(out_dir=out_dir / "tcc", seeds=seeds, quick=quick, progress=progress)
+    return hpdc + "\n\n" + tcc
+
+
+def run_tcc(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str], None]) -> str:
+    """The TCC/HLAS setup (module docstring)."""
     from ddlsched.workload.loaders import load_trace
 
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -80,6 +80,12 @@ def _quarters(work: np.ndarray, arrivals: np.ndarray, num_gpus: int) -> list[flo
     return [sum(work[quarter == q].tolist()) / (num_gpus * (hi - lo) / 4) for q in range(4)]
 
 
+def total_weighted_jct(records: Sequence[dict[str, Any]], weights: dict[str, float]) -> float:
+    """``total_weighted_jct_s`` (``ddlsched.vocabulary.REPRODUCTION_METRICS``): Σ weight × jct_s over ``records``;
+    ``weights`` maps job id to weight (a job missing from it weighs 1)."""
+    return float(sum(weights.get(r["job_id"], 1.0) * r["jct_s"] for r in records))
+
+
 def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]:
     """The summary.json dict of one run (deterministic: no wall-clock figures). Fails if a job is unaccounted.
     Per-job metrics are taken over the jobs that arrived inside ``window`` (``ddlsched.metrics.window``)."""

@@ -51,6 +51,10 @@ _BUILTIN_MODULES = (
     "ddlsched.policies.delay",
     "ddlsched.policies.sharing",
     "ddlsched.policies.hare",
+    "ddlsched.policies.hare_alg1",
+    "ddlsched.policies.hare_allox",
+    "ddlsched.policies.hare_fifo",
+    "ddlsched.policies.hare_homo",
 )
 _loaded = False
 _plugins: dict[str, str] = {}  # spec -> module name

@@ -1,0 +1,94 @@
+"""``sched-homo``: the HPDC'22 paper's Sched_Homo baseline on the rounds model (docs/policies/hare.md §10).
+
+A weighted-JCT scheduler with inter- and intra-job parallelism that assumes homogeneous GPUs (after Zhang et al.,
+MobiHoc'20, as the Hare paper describes it) [I]: jobs in Smith's rule order w_j / (R_j · n_j · p_ref) with the
+reference-GPU task time p_ref for every GPU; no job preemption — a job that has started stays ahead of every job
+that has not; relaxed synchronisation like Hare (a round's tasks on any idle GPUs, several on one GPU), idle GPUs
+taken blind to their type: the one idle longest first (``gpu_order="idle"``, the same type-blind rule as step 3 of
+``hare-alg1``), or in index order (``gpu_order="index"``: on a cluster whose fast servers come first this is
+accidentally fastest-first). ``spread=True`` (a sensitivity): a homogeneous planner divides a round evenly, one
+task per GPU, so a job never runs two tasks of one round on the same GPU and a slow GPU paces the round.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ddlsched.engine.decisions import RunTask
+from ddlsched.engine.model import Requirements
+from ddlsched.engine.rounds import RoundsView
+from ddlsched.errors import ConfigError
+from ddlsched.policies.base import Policy
+from ddlsched.policies.registry import register
+
+
+@register
+class SchedHomo(Policy):
+    """Smith's rule on homogeneous sizes, started jobs first, tasks to idle GPUs in index order."""
+
+    name = "sched-homo"
+    family = "chen2024"
+    description = "Sched_Homo (Hare's baseline): weighted Smith's rule assuming identical GPUs, relaxed sync"
+    requirements = Requirements(model="rounds", preemptive=True, gang=False)
+
+    def reset(self) -> None:
+        self._started: set[str] = set()
+        self._idle_since: dict[int, float] = {}
+        self._used: dict[str, tuple[int, set[int]]] = {}
+        self._all: range = range(0)  # job -> (round, GPUs given a task of it in that round)
+
+    def __init__(self, gpu_order: Literal["idle", "index"] = "idle", spread: bool = False) -> None:
+        self.spread = bool(spread)
+        if gpu_order not in ("idle", "index"):
+            raise ConfigError("gpu_order must be 'idle' or 'index'", field="gpu_order")
+        self.gpu_order = gpu_order
+        self.reset()
+
+    def schedule(self, view: RoundsView) -> list[Any]:
+        idle = view.idle_gpus()
+        for g in idle:
+            self._idle_since.setdefault(g, view.now)
+        ready = [j for j in view.jobs if j.ready > 0]
+        if not idle or not ready:
+            return []
+        if self.gpu_order == "idle":
+            idle.sort(key=lambda g: (self._idle_since[g], g))
+        ready.sort(key=lambda j: (j.job_id not in self._started, -j.weight / (j.rounds * j.n * j.ref_task_s),
+                                  j.seq))
+        if self.spread:
+            self._all = range(view.cluster.num_gpus)
+            return self._spread(idle, ready)
+        out: list[Any] = []
+        k = 0
+        left = {j.job_id: j.ready for j in ready}
+        for g in idle:
+            while k < len(ready) and left[ready[k].job_id] == 0:
+                k += 1
+            if k == len(ready):
+                break
+            j = ready[k]
+            out.append(RunTask(j.job_id, g))
+            self._started.add(j.job_id)
+            del self._idle_since[g]
+            left[j.job_id] -= 1
+        return out
+
+    def _spread(self, idle: list[int], ready: list[Any]) -> list[Any]:
+        free = list(idle)
+        out: list[Any] = []
+        for j in ready:
+            rnd, used = self._used.get(j.job_id, (-1, set()))
+            if rnd != j.round:
+                used = set()
+                self._used[j.job_id] = (j.round, used)
+            n = j.ready
+            everywhere = len(used) >= len(self._all)  # a round wider than the cluster may reuse GPUs
+            for g in [g for g in free if everywhere or g not in used][:n]:
+                out.append(RunTask(j.job_id, g))
+                used.add(g)
+                free.remove(g)
+                self._started.add(j.job_id)
+                del self._idle_since[g]
+            if not free:
+                break
+        return out
