@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,plots,parquet,ray]'
+	$(PY) -m pip install -q -e '.[dev,plots,parquet,ray,lp]'
 	touch $(STAMP)
 
 DEMO_STAMP := $(VENV)/.demo-stamp

@@ -70,6 +70,11 @@ def run_hpdc(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable
     from ddlsched.workload.loaders import load_trace
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    from ddlsched.policies.hare_lp import highs_available
+
+    if not highs_available():
+        progress("chen2024 hpdc: highspy is not installed, so hare-alg1 uses its greedy relaxation (docs/policies/"
+                 "hare.md); pip install 'ddlsched[lp]' for the LP")
     # (experiment, cluster, jobs, scales)
     exps: list[tuple[str, str, int, tuple[int, ...]]] = [("testbed", "testbed15", 12 if quick else 30, (1, 2, 4, 8))]
     if not quick:
