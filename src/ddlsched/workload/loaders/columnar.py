@@ -1,0 +1,139 @@
+"""Columnar fast path for plain CSV traces: pyarrow's CSV reader plus vectorised (numpy) checks.
+
+The fast path is optional and never changes a result. :func:`read_columns` returns ``None`` — and the loader
+runs its row parser (:mod:`ddlsched.workload.csvrows`) instead — when pyarrow is not installed, when
+``DDLSCHED_FAST_CSV=off``, when the file is smaller than :data:`MIN_BYTES`, or when the file is not *plain*:
+plain means ASCII with no quote, no carriage return, no control character other than the line feed and the
+delimiter, no empty line (but at the end), lines within the row parser's limits, at least two columns, and the
+same number of fields on every line. Data row ``i`` (from 0) of a plain file is then line ``i + 2``, exactly as
+the row parser counts. The helpers below (:func:`plain_numbers`, :func:`timestamps`) return ``None`` when any
+value is not in the one form they accept; the loaders then run the row parser too, so every error names the
+file, line and field exactly as before (``docs/traces.md`` "Fast loading").
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ddlsched.workload.limits import MAX_FIELD_CHARS, MAX_LINE_BYTES
+
+ENV = "DDLSCHED_FAST_CSV"
+"""Environment variable: ``off`` (or ``0``, ``no``, ``false``) turns the fast path off."""
+
+MIN_BYTES = 1 << 16
+"""Smaller files go to the row parser (importing pyarrow costs more than it saves on them)."""
+
+_NUMBER = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+"""Decimal numbers that Python's ``float`` reads to the same (correctly rounded) value as Arrow's cast."""
+
+_TIMESTAMP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$"
+
+
+def enabled() -> bool:
+    """Whether the fast path may run (the environment variable is not ``off``)."""
+    return os.environ.get(ENV, "").strip().lower() not in ("off", "0", "no", "false")
+
+
+def _arrow() -> Any:
+    """The pyarrow modules (csv, compute), or None when pyarrow is not installed."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pcsv
+    except ImportError:
+        return None
+    return pa, pc, pcsv
+
+
+def _plain(buf: np.ndarray, delimiter: int) -> bool:
+    """ASCII, no quote or CR, no control byte except LF and the delimiter, no empty or over-long line."""
+    if buf.size == 0 or buf[0] == 10:
+        return False
+    if buf.max() >= 128:
+        return False
+    ctrl = buf < 32
+    if ctrl.any():
+        bad = ctrl & (buf != 10) & (buf != delimiter)
+        if bad.any():
+            return False
+    if (buf == ord('"')).any():
+        return False
+    ends = np.flatnonzero(buf == 10)
+    starts = np.concatenate(([-1], ends))
+    lengths = np.diff(np.concatenate((starts, [buf.size] if buf[-1] != 10 else [])))
+    if (lengths <= 1).any():  # an empty line (two line feeds in a row)
+        return False
+    return bool(lengths.max() <= min(MAX_LINE_BYTES, MAX_FIELD_CHARS))
+
+
+def read_columns(path: Path, *, delimiter: str = ",") -> tuple[list[str], list[Any]] | None:
+    """The header fields (stripped) and one pyarrow string array per column (values stripped of blanks) of a
+    plain CSV file with at least one data row, or None when the row parser must read it (see the module
+    docstring)."""
+    if not enabled() or len(delimiter) != 1 or ord(delimiter) >= 128 or delimiter in ' "':
+        return None
+    try:
+        if path.stat().st_size < MIN_BYTES:
+            return None
+    except OSError:
+        return None
+    mods = _arrow()
+    if mods is None:
+        return None
+    pa, pc, pcsv = mods
+    data = path.read_bytes().rstrip(b"\n") + b"\n"  # empty lines at the end hold no row
+    if not _plain(np.frombuffer(data, dtype=np.uint8), ord(delimiter)):
+        return None
+    first = data.split(b"\n", 1)[0].decode("ascii")
+    header = [c.strip() for c in first.split(delimiter)]
+    if len(header) < 2:
+        return None
+    names = [f"c{i}" for i in range(len(header))]
+    try:
+        table = pcsv.read_csv(
+            pa.py_buffer(data),
+            read_options=pcsv.ReadOptions(column_names=names, skip_rows=1),
+            parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False, escape_char=False,
+                                            newlines_in_values=False, ignore_empty_lines=False),
+            convert_options=pcsv.ConvertOptions(column_types={n: pa.string() for n in names},
+                                                strings_can_be_null=False, quoted_strings_can_be_null=False,
+                                                null_values=[]))
+    except (pa.ArrowInvalid, ValueError):  # a row with another number of fields, ...
+        return None
+    if table.num_rows == 0 or table.num_columns != len(header):
+        return None
+    cols = [pc.ascii_trim(table.column(i).combine_chunks(), " ") for i in range(len(header))]
+    return header, cols
+
+
+def plain_numbers(arr: Any) -> np.ndarray | None:
+    """float64 values of a string column when every value is a plain decimal number (as :data:`_NUMBER`), else
+    None. For such values Arrow's cast and Python's ``float`` give the same double."""
+    pa, pc, _ = _arrow()
+    if not pc.all(pc.match_substring_regex(arr, _NUMBER)).as_py():
+        return None
+    try:
+        return pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:  # e.g. an exponent out of range
+        return None
+
+
+def timestamps(arr: Any) -> np.ndarray | None:
+    """Seconds since 1970 (int64) of a column of ``YYYY-MM-DD HH:MM:SS`` wall-clock values, or None when any
+    value is not one that ``datetime.fromisoformat`` reads in that form (a value that does not print back to
+    itself, e.g. February 30, or year 0)."""
+    pa, pc, _ = _arrow()
+    if not pc.all(pc.match_substring_regex(arr, _TIMESTAMP)).as_py():
+        return None
+    if pc.any(pc.starts_with(arr, "0000")).as_py():
+        return None
+    ts = pc.strptime(arr, format="%Y-%m-%d %H:%M:%S", unit="s", error_is_null=True)
+    if ts.null_count:
+        return None
+    if not pc.all(pc.equal(pc.strftime(ts, format="%Y-%m-%d %H:%M:%S"), arr)).as_py():
+        return None
+    return ts.cast(pa.int64()).to_numpy(zero_copy_only=False)
