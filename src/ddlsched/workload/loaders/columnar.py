@@ -3,7 +3,7 @@
 The fast path is optional and never changes a result. :func:`read_columns` returns ``None`` — and the loader
 runs its row parser (:mod:`ddlsched.workload.csvrows`) instead — when pyarrow is not installed, when
 ``DDLSCHED_FAST_CSV=off``, when the file is smaller than :data:`MIN_BYTES`, or when the file is not *plain*:
-plain means ASCII with no quote, no carriage return, no control character other than the line feed and the
+plain means ASCII with no quote, no control character other than the line feed (LF or CRLF line ends) and the
 delimiter, no empty line (but at the end), lines within the row parser's limits, at least two columns, and the
 same number of fields on every line. Data row ``i`` (from 0) of a plain file is then line ``i + 2``, exactly as
 the row parser counts. The helpers below (:func:`plain_numbers`, :func:`timestamps`) return ``None`` when any
@@ -50,24 +50,25 @@ def _arrow() -> Any:
 
 
 def _plain(buf: np.ndarray, delimiter: int) -> bool:
-    """ASCII, no quote or CR, no control byte except LF and the delimiter, no empty or over-long line."""
-    if buf.size == 0 or buf[0] == 10:
-        return False
-    if buf.max() >= 128:
+    """ASCII; no quote; no control byte but LF, CR before LF, and the delimiter; no empty or over-long line.
+    ``buf`` ends with LF."""
+    if buf.size == 0 or buf[-1] != 10 or buf.max() >= 128:
         return False
     ctrl = buf < 32
     if ctrl.any():
-        bad = ctrl & (buf != 10) & (buf != delimiter)
-        if bad.any():
+        cr = np.flatnonzero(buf == 13)
+        if cr.size and not np.all(buf[cr + 1] == 10):  # a bare CR (buf ends with LF: cr + 1 is inside)
+            return False
+        if np.any(ctrl & (buf != 10) & (buf != 13) & (buf != delimiter)):
             return False
     if (buf == ord('"')).any():
         return False
     ends = np.flatnonzero(buf == 10)
-    starts = np.concatenate(([-1], ends))
-    lengths = np.diff(np.concatenate((starts, [buf.size] if buf[-1] != 10 else [])))
-    if (lengths <= 1).any():  # an empty line (two line feeds in a row)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    content = ends - starts - (buf[np.maximum(ends - 1, 0)] == 13)
+    if (content <= 0).any():  # an empty line
         return False
-    return bool(lengths.max() <= min(MAX_LINE_BYTES, MAX_FIELD_CHARS))
+    return bool((ends - starts).max() < min(MAX_LINE_BYTES, MAX_FIELD_CHARS))
 
 
 def read_columns(path: Path, *, delimiter: str = ",") -> tuple[list[str], list[Any]] | None:
@@ -88,7 +89,7 @@ def read_columns(path: Path, *, delimiter: str = ",") -> tuple[list[str], list[A
     data = path.read_bytes().rstrip(b"\n") + b"\n"  # empty lines at the end hold no row
     if not _plain(np.frombuffer(data, dtype=np.uint8), ord(delimiter)):
         return None
-    first = data.split(b"\n", 1)[0].decode("ascii")
+    first = data.split(b"\n", 1)[0].decode("ascii").rstrip("\r")
     header = [c.strip() for c in first.split(delimiter)]
     if len(header) < 2:
         return None
