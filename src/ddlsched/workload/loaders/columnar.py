@@ -125,16 +125,33 @@ def plain_numbers(arr: Any) -> np.ndarray | None:
 
 def timestamps(arr: Any) -> np.ndarray | None:
     """Seconds since 1970 (int64) of a column of ``YYYY-MM-DD HH:MM:SS`` wall-clock values, or None when any
-    value is not one that ``datetime.fromisoformat`` reads in that form (a value that does not print back to
-    itself, e.g. February 30, or year 0)."""
-    pa, pc, _ = _arrow()
+    value is not one that ``datetime.fromisoformat`` reads in that form (year 0, month 13, February 30,
+    hour 24, second 60, ...)."""
+    _, pc, _ = _arrow()
     if not pc.all(pc.match_substring_regex(arr, _TIMESTAMP)).as_py():
         return None
-    if pc.any(pc.starts_with(arr, "0000")).as_py():
+    n = len(arr)
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset:arr.offset + n + 1]
+    if not np.all(np.diff(offsets) == 19):
         return None
-    ts = pc.strptime(arr, format="%Y-%m-%d %H:%M:%S", unit="s", error_is_null=True)
-    if ts.null_count:
+    text = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[0] + 19 * n]
+    d = text.reshape(n, 19).astype(np.int64) - ord("0")
+
+    def num(i: int, k: int) -> np.ndarray:
+        out = np.zeros(n, dtype=np.int64)
+        for j in range(i, i + k):
+            out = out * 10 + d[:, j]
+        return out
+
+    year, month, day = num(0, 4), num(5, 2), num(8, 2)
+    hour, minute, second = num(11, 2), num(14, 2), num(17, 2)
+    if not (np.all(year >= 1) and np.all((month >= 1) & (month <= 12)) and np.all(day >= 1)
+            and np.all(hour < 24) and np.all(minute < 60) and np.all(second < 60)):
         return None
-    if not pc.all(pc.equal(pc.strftime(ts, format="%Y-%m-%d %H:%M:%S"), arr)).as_py():
+    first = (year - 1970).astype("datetime64[Y]").astype("datetime64[M]") + (month - 1).astype("timedelta64[M]")
+    start = first.astype("datetime64[D]")
+    month_days = ((first + np.timedelta64(1, "M")).astype("datetime64[D]") - start).astype(np.int64)
+    if not np.all(day <= month_days):
         return None
-    return ts.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    days = (start - np.datetime64("1970-01-01", "D")).astype(np.int64) + (day - 1)
+    return days * 86400 + hour * 3600 + minute * 60 + second

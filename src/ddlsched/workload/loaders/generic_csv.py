@@ -471,10 +471,8 @@ def _load_fast(p: Path, b: Builder, plan: _Plan, cols: list[Any], *, t_factor: f
         kw["user"] = users
     if types is not None:
         kw["gpu_type"] = types
-    names = list(kw)
     try:
-        b.jobs = [JobSpec(source=f"{p}:{i + 2}", **dict(zip(names, vals, strict=True)))
-                  for i, vals in enumerate(zip(*kw.values(), strict=True))]
+        b.jobs = JobSpec.bulk(n, source=[f"{p}:{i + 2}" for i in range(n)], **kw)
     except ValueError:
         return None
     b.ids = set(ids)

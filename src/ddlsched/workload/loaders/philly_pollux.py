@@ -123,10 +123,9 @@ def _load_fast(p: Path, b: Builder) -> Trace | None:
     models = assign_models(ids, seed=b.seed, mix=b.model_mix)
     b.assigned_models += n
     users: list[str | None] = [u or None for u in col["cluster"].to_pylist()] if "cluster" in header else [None] * n
-    src = f"{p}:"
-    b.jobs = [JobSpec(job_id=j, arrival_s=a, num_gpus=g, model=m, duration_s=d, user=u, source=f"{src}{i + 2}")
-              for i, (j, a, g, m, d, u) in enumerate(zip(ids, arrival.tolist(), gpus.astype(np.int64).tolist(),
-                                                         models, dur.tolist(), users, strict=True))]
+    b.jobs = JobSpec.bulk(n, job_id=ids, arrival_s=arrival.tolist(), num_gpus=gpus.astype(np.int64).tolist(),
+                          model=models, duration_s=dur.tolist(), user=users,
+                          source=[f"{p}:{i + 2}" for i in range(n)])
     b.ids = set(ids)
     t0 = datetime(1970, 1, 1) + timedelta(seconds=first)
     b.notes.append(_origin_note(t0))
