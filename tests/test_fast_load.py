@@ -221,3 +221,21 @@ def test_timestamps_agree_with_fromisoformat() -> None:
         assert (None if got is None else int(got[0])) == want, v
         if got is not None:
             assert int(got[1]) == 1
+
+
+def test_jobspec_bulk_is_the_per_job_constructor() -> None:
+    from ddlsched.workload.jobspec import JobSpec
+
+    cols: dict[str, list[Any]] = {"job_id": ["a", "b", "c"], "arrival_s": [0.0, -0.0, 5.5], "num_gpus": [1, 2, 8],
+                                  "model": ["x", "y", "z"], "duration_s": [1.0, 2.0, 3e8], "user": [None, "u", ""],
+                                  "gpu_request": [None, 1.5, None], "source": ["f:2", "f:3", "f:4"]}
+    one = [JobSpec(**{k: v[i] for k, v in cols.items()}) for i in range(3)]
+    bulk = JobSpec.bulk(3, **cols)
+    assert bulk == one and [repr(j) for j in bulk] == [repr(j) for j in one]
+    assert [hash(j) for j in bulk] == [hash(j) for j in one]
+    with pytest.raises(AttributeError):
+        bulk[0].num_gpus = 3  # type: ignore[misc]
+    for bad in ({"num_gpus": [1, 0, 8]}, {"arrival_s": [0.0, float("nan"), 1.0]}, {"duration_s": [1.0, 0.0, 2.0]},
+                {"gpu_request": [None, 2.5, None]}):
+        with pytest.raises(ValueError, match="job b"):
+            JobSpec.bulk(3, **{**cols, **bad})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 from collections import deque
 from collections.abc import Sequence
@@ -72,10 +73,16 @@ class JobSpec:
         if not _columns_valid(n, columns):
             keys = list(columns)
             return [cls(**dict(zip(keys, vals, strict=True))) for vals in zip(*columns.values(), strict=True)]
-        jobs = list(map(object.__new__, repeat(cls, n)))
-        for f in fields(cls):
-            col = columns[f.name] if f.name in given else repeat(f.default, n)
-            deque(map(cls.__dict__[f.name].__set__, jobs, col), maxlen=0)  # the slot, as __init__ sets it
+        collecting = gc.isenabled()
+        gc.disable()  # n new objects would start many collections that find nothing to free
+        try:
+            jobs = list(map(object.__new__, repeat(cls, n)))
+            for f in fields(cls):
+                col = columns[f.name] if f.name in given else repeat(f.default, n)
+                deque(map(cls.__dict__[f.name].__set__, jobs, col), maxlen=0)  # the slot, as __init__ sets it
+        finally:
+            if collecting:
+                gc.enable()
         return jobs
 
 
