@@ -176,6 +176,8 @@ def test_env_off_and_small_files_skip_the_fast_path(monkeypatch: pytest.MonkeyPa
     assert columnar.read_columns(PHILLY) is not None
     monkeypatch.setattr(columnar, "MIN_BYTES", PHILLY.stat().st_size + 1)
     assert columnar.read_columns(PHILLY) is None
+    monkeypatch.setenv(columnar.ENV, "always")
+    assert columnar.read_columns(PHILLY) is not None
 
 
 def _reference(job_id: str, seed: int, mix: Mapping[str, float]) -> str:
