@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import math
-from dataclasses import dataclass, replace
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+from itertools import repeat
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,3 +62,44 @@ class JobSpec:
 
     def with_(self, **changes: object) -> JobSpec:
         return replace(self, **changes)
+
+    @classmethod
+    def bulk(cls, n: int, **columns: Sequence[Any]) -> list[JobSpec]:
+        """``[JobSpec(**{k: col[i] for k, col in columns.items()}) for i in range(n)]``, built column by column
+        (several times faster for a large trace); fields not given take their defaults. The invariants of
+        ``__post_init__`` are checked on whole columns first; when any fails, the jobs are built one by one, so
+        the error is the one a single job raises."""
+        given = set(columns)
+        if not _columns_valid(n, columns):
+            keys = list(columns)
+            return [cls(**dict(zip(keys, vals, strict=True))) for vals in zip(*columns.values(), strict=True)]
+        collecting = gc.isenabled()
+        gc.disable()  # n new objects would start many collections that find nothing to free
+        try:
+            jobs = list(map(object.__new__, repeat(cls, n)))
+            for f in fields(cls):
+                col = columns[f.name] if f.name in given else repeat(f.default, n)
+                deque(map(cls.__dict__[f.name].__set__, jobs, col), maxlen=0)  # the slot, as __init__ sets it
+        finally:
+            if collecting:
+                gc.enable()
+        return jobs
+
+
+def _columns_valid(n: int, c: dict[str, Sequence[Any]]) -> bool:
+    """Whether every job of the columns ``c`` passes ``JobSpec.__post_init__`` (and the columns are complete)."""
+    if any(len(v) != n for v in c.values()) or not {"job_id", "arrival_s", "num_gpus", "model"} <= set(c):
+        return False
+    if set(c) - {f.name for f in fields(JobSpec)} or n == 0:
+        return False
+    if not all(type(g) is int for g in c["num_gpus"]) or min(c["num_gpus"]) < 1:
+        return False
+    if not (all(map(math.isfinite, c["arrival_s"])) and min(c["arrival_s"]) >= 0):
+        return False
+    lengths = [c[k] for k in ("iterations", "duration_s") if k in c]
+    if len(lengths) != 1 or None in lengths[0]:
+        return False
+    if not (all(map(math.isfinite, lengths[0])) and min(lengths[0]) > 0):
+        return False
+    req = c.get("gpu_request")
+    return req is None or all(r is None or 0 < r <= g for r, g in zip(req, c["num_gpus"], strict=True))

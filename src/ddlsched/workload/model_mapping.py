@@ -12,8 +12,11 @@ CSV without a model column) get one from :func:`assign_model`:
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections.abc import Mapping
+
+import numpy as np
 
 from ddlsched.errors import InputError
 
@@ -86,33 +89,47 @@ def check_mix(mix: Mapping[str, float]) -> dict[str, float]:
     return {k: float(mix[k]) for k in sorted(mix)}
 
 
-_CHECKED: tuple[Mapping[str, float], dict[str, float], tuple[tuple[str, float], ...]] | None = None
+_TABLE: tuple[Mapping[str, float], tuple[tuple[str, float], ...], tuple[float, list[float], list[str]]] | None = None
 
 
-def _checked(mix: Mapping[str, float]) -> dict[str, float]:
-    """``check_mix`` memoised on the last mix seen (loaders call this once per row with the same mix)."""
-    global _CHECKED
+def _table(mix: Mapping[str, float]) -> tuple[float, list[float], list[str]]:
+    """``(total, cumulative weights, names)`` of the checked mix (sorted names, zero weights left out),
+    memoised on the last mix seen (loaders ask once per row with the same mix). The cumulative weights are the
+    same float sums that :func:`assign_model` has always walked."""
+    global _TABLE
     items = tuple(mix.items())
-    if _CHECKED is None or _CHECKED[0] is not mix or _CHECKED[2] != items:
-        _CHECKED = (mix, check_mix(mix), items)
-    return _CHECKED[1]
+    if _TABLE is None or _TABLE[0] is not mix or _TABLE[1] != items:
+        m = check_mix(mix)
+        total = sum(m.values())
+        acc = 0.0
+        cum: list[float] = []
+        names: list[str] = []
+        for name, w in m.items():
+            if w <= 0:
+                continue
+            acc += w
+            cum.append(acc)
+            names.append(name)
+        _TABLE = (mix, items, (total, cum, names))
+    return _TABLE[2]
 
 
 def assign_model(job_id: str, *, seed: int = 0, mix: Mapping[str, float] | None = None) -> str:
     """Pick a model for ``job_id`` from ``mix`` (default :data:`DEFAULT_MIX`); deterministic in (seed, job_id)."""
-    m = _checked(mix if mix is not None else DEFAULT_MIX)
-    total = sum(m.values())
+    total, cum, names = _table(mix if mix is not None else DEFAULT_MIX)
     u = _unit(seed, job_id) * total
-    acc = 0.0
-    last = ""
-    for name, w in m.items():
-        if w <= 0:
-            continue
-        acc += w
-        last = name
-        if u < acc:
-            return name
-    return last
+    return names[min(bisect.bisect_right(cum, u), len(names) - 1)]
+
+
+def assign_models(job_ids: list[str], *, seed: int = 0, mix: Mapping[str, float] | None = None) -> list[str]:
+    """:func:`assign_model` for many jobs at once (numpy for the arithmetic); the same pick for every job."""
+    total, cum, names = _table(mix if mix is not None else DEFAULT_MIX)
+    sha = hashlib.sha256
+    head = b"".join([sha(f"{seed}:{j}".encode()).digest()[:8] for j in job_ids])
+    # uint64 -> float64 rounds to nearest like Python's int -> float; / 2**64 and * total are the same IEEE ops
+    u = np.frombuffer(head, dtype=">u8").astype(np.float64) / 2.0**64 * total
+    idx = np.minimum(np.searchsorted(np.asarray(cum), u, side="right"), len(names) - 1)
+    return [names[i] for i in idx.tolist()]
 
 
 def describe_mix(mix: Mapping[str, float] | None) -> str:

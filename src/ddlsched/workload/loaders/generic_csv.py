@@ -26,9 +26,14 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from ddlsched.errors import InputError
-from ddlsched.workload.limits import MAX_ARRIVAL_S, MAX_DURATION_S, MAX_GPUS
+from ddlsched.workload.jobspec import JobSpec
+from ddlsched.workload.limits import MAX_ARRIVAL_S, MAX_BATCH_SIZE, MAX_DURATION_S, MAX_GPUS, MAX_ITERATIONS
+from ddlsched.workload.loaders import columnar
 from ddlsched.workload.loaders._common import (
     Builder,
     Header,
@@ -36,10 +41,12 @@ from ddlsched.workload.loaders._common import (
     check_file,
     check_gpu_type,
     read_rows,
+    resolve_model,
     short,
     unit_factor,
 )
 from ddlsched.workload.loaders.timevalues import ABSOLUTE, TimeValue, parse_time
+from ddlsched.workload.model_mapping import assign_models
 from ddlsched.workload.profiles import ModelCatalog
 from ddlsched.workload.trace import Trace
 
@@ -147,32 +154,21 @@ class _TimeColumn:
         return tv
 
 
-def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int = 0,
-                     columns: Mapping[str, str] | None = None, time_unit: str = "s",
-                     duration_unit: str | None = None, delimiter: str = ",",
-                     model_mix: Mapping[str, float] | None = None, gpu_unit: str = "gpus",
-                     fractional_gpus: str = "ceil", gpu_types: Collection[str] | None = None,
-                     unknown_models: str = "error", catalog: ModelCatalog | None = None) -> Trace:
-    """Load a CSV described by ``columns`` (see the module docstring for every rule)."""
-    p = check_file(path)
-    t_factor = unit_factor(time_unit)
-    d_factor = unit_factor(duration_unit, field="duration_unit") if duration_unit else t_factor
-    d_unit = duration_unit or time_unit
-    if gpu_unit not in GPU_UNITS:
-        raise InputError(f"unknown GPU unit {gpu_unit!r}; use one of {', '.join(GPU_UNITS)} (--gpu-unit)",
-                         field="gpu_unit")
-    if fractional_gpus not in FRACTIONAL_RULES:
-        raise InputError(f"fractional_gpus must be one of {', '.join(FRACTIONAL_RULES)}, got {fractional_gpus!r} "
-                         "(--fractional-gpus)", field="fractional_gpus")
-    b = Builder(p, "generic_csv", skip_invalid=skip_invalid, seed=seed, model_mix=model_mix,
-                unknown_models=unknown_models, catalog=catalog)
-    rows = read_rows(p, delimiter=delimiter)
-    first = next(rows, None)
-    if first is None:
-        raise InputError("empty file", path=str(p), line=1)
-    col = resolve_columns(first[1], columns)
-    header = Header(p, first[1], [])
-    check_mapping(p, first[1], col)
+@dataclass
+class _Plan:
+    """What the header says: the column of each field, and which fields give the run time and its start."""
+    col: dict[str, str]
+    header: Header
+    length: str
+    start: str
+
+
+def _plan(p: Path, b: Builder, fields: list[str], columns: Mapping[str, str] | None, time_unit: str,
+          duration_unit: str | None) -> _Plan:
+    """Resolve and check the column mapping of header ``fields``; records the mapping and notes on ``b``."""
+    col = resolve_columns(fields, columns)
+    header = Header(p, fields, [])
+    check_mapping(p, fields, col)
     length = "iterations" if "iterations" in col else "duration" if "duration" in col else "end"
     unused = {"iterations": ("duration", "start", "end"), "duration": ("start", "end"), "end": ()}[length]
     dropped = [col.pop(f) for f in unused if f in col]
@@ -191,6 +187,49 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
                        + (" (start column)" if start == "start" else
                           " (the submission time: the run time includes the job's queueing in the original "
                           "cluster; map --column start=NAME to measure from the start)"))
+    return _Plan(col, header, length, start)
+
+
+def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int = 0,
+                     columns: Mapping[str, str] | None = None, time_unit: str = "s",
+                     duration_unit: str | None = None, delimiter: str = ",",
+                     model_mix: Mapping[str, float] | None = None, gpu_unit: str = "gpus",
+                     fractional_gpus: str = "ceil", gpu_types: Collection[str] | None = None,
+                     unknown_models: str = "error", catalog: ModelCatalog | None = None) -> Trace:
+    """Load a CSV described by ``columns`` (see the module docstring for every rule)."""
+    p = check_file(path)
+    t_factor = unit_factor(time_unit)
+    d_factor = unit_factor(duration_unit, field="duration_unit") if duration_unit else t_factor
+    d_unit = duration_unit or time_unit
+    if gpu_unit not in GPU_UNITS:
+        raise InputError(f"unknown GPU unit {gpu_unit!r}; use one of {', '.join(GPU_UNITS)} (--gpu-unit)",
+                         field="gpu_unit")
+    if fractional_gpus not in FRACTIONAL_RULES:
+        raise InputError(f"fractional_gpus must be one of {', '.join(FRACTIONAL_RULES)}, got {fractional_gpus!r} "
+                         "(--fractional-gpus)", field="fractional_gpus")
+    def builder() -> Builder:
+        return Builder(p, "generic_csv", skip_invalid=skip_invalid, seed=seed, model_mix=model_mix,
+                       unknown_models=unknown_models, catalog=catalog)
+
+    read = columnar.read_columns(p, delimiter=delimiter)
+    if read is not None:
+        b = builder()
+        try:
+            plan = _plan(p, b, read[0], columns, time_unit, duration_unit)
+        except InputError:  # the row parser names it
+            plan = None
+        fast = None if plan is None else _load_fast(p, b, plan, read[1], t_factor=t_factor, d_factor=d_factor,
+                                                    gpu_unit=gpu_unit, fractional_gpus=fractional_gpus,
+                                                    gpu_types=gpu_types)
+        if fast is not None:
+            return fast
+    b = builder()
+    rows = read_rows(p, delimiter=delimiter)
+    first = next(rows, None)
+    if first is None:
+        raise InputError("empty file", path=str(p), line=1)
+    plan = _plan(p, b, first[1], columns, time_unit, duration_unit)
+    col, header, length, start = plan.col, plan.header, plan.length, plan.start
     tcols = {f: _TimeColumn(col[f]) for f in ("arrival", "start", "end") if f in col}
     dcol = _TimeColumn(col["duration"]) if length == "duration" else None
     fractional = 0
@@ -318,3 +357,152 @@ def _warn_absolute_durations(b: Builder, name: str) -> None:
         b.notes.append(f"warning: duration column {name!r} rises with the arrival times (correlation {r:.2f}) and "
                        "is never below them: it looks like absolute end times, not run times; if so, map it "
                        f"with --column end={name}")
+
+
+def _finite(arr: Any) -> np.ndarray | None:
+    """Plain finite numbers of a column (:func:`~ddlsched.workload.loaders.columnar.plain_numbers`), or None."""
+    x = columnar.plain_numbers(arr)
+    return x if x is not None and bool(np.all(np.isfinite(x))) else None
+
+
+def _load_fast(p: Path, b: Builder, plan: _Plan, cols: list[Any], *, t_factor: float, d_factor: float,
+               gpu_unit: str, fractional_gpus: str, gpu_types: Collection[str] | None) -> Trace | None:
+    """The trace read column-wise when every mapped value is in the plain form the fast path handles (time
+    values: plain numbers; no timestamps or clock durations) and every row passes every check the row loop
+    makes; None otherwise, and the row loop reads the file. Same jobs, notes and order as the row loop."""
+    col, length, start = plan.col, plan.length, plan.start
+
+    def arr(f: str) -> Any:
+        return cols[plan.header.index[col[f]]]
+
+    def count(f: str, *, nonneg: bool = True) -> np.ndarray | None:
+        x = _finite(arr(f))
+        return None if x is None or (nonneg and not np.all(x >= 0)) else x
+
+    def point(x: np.ndarray) -> np.ndarray | None:
+        s = x * t_factor
+        return s if np.all(s <= MAX_ARRIVAL_S) else None
+
+    n = len(cols[0])
+    if "job_id" in col:
+        ids: list[str] = arr("job_id").to_pylist()
+        if not all(ids):
+            return None
+    else:
+        ids = [f"{p.stem}-{i}" for i in range(n)]
+    if len(set(ids)) != n:
+        return None
+    # GPUs
+    req = np.ones(n)
+    if "num_gpus" in col:
+        x = count("num_gpus")
+        if x is None:
+            return None
+        req = x / GPU_UNITS[gpu_unit]
+    if "gpu_milli" in col:
+        m = count("gpu_milli")
+        if m is None:
+            return None
+        req = req * m / 1000.0
+    if not (np.all(req > 0) and np.all(req <= MAX_GPUS)):
+        return None
+    whole = np.ceil(req)
+    frac = whole != req
+    if fractional_gpus == "error" and frac.any():
+        return None
+    # times (relative numbers only)
+    arrival = np.zeros(n)
+    if "arrival" in col:
+        xa = count("arrival")
+        a = None if xa is None else point(xa)
+        if a is None:
+            return None
+        arrival = a
+    if length == "iterations":
+        it = _finite(arr("iterations"))
+        if it is None or not (np.all(it > 0) and np.all(it <= MAX_ITERATIONS)):
+            return None
+        run = it
+    elif length == "duration":
+        xd = count("duration")
+        if xd is None:
+            return None
+        run = xd * d_factor
+        if not (np.all(run <= MAX_DURATION_S) and np.all(run > 0)):
+            return None
+    else:
+        xe, xb = count("end"), count(start)
+        e = None if xe is None else point(xe)
+        s = None if xb is None else point(xb)
+        if e is None or s is None:
+            return None
+        run = e - s
+        if not (np.all(run > 0) and np.all(run <= MAX_DURATION_S)):
+            return None
+    batch: list[int] | None = None
+    if "batch_size" in col:
+        bs = _finite(arr("batch_size"))
+        if bs is None or not (np.all(bs > 0) and np.all(bs <= MAX_BATCH_SIZE) and np.all(bs == np.floor(bs))):
+            return None
+        batch = bs.astype(np.int64).tolist()
+    users = [u or None for u in arr("user").to_pylist()] if "user" in col else None
+    types: list[str | None] | None = None
+    if "gpu_type" in col:
+        raw = arr("gpu_type").to_pylist()
+        spelled: dict[str, str] = {}
+        try:
+            for v in set(raw) - {""}:
+                spelled[v] = check_gpu_type(Row(p, 0, []), v, col["gpu_type"], gpu_types)
+        except InputError:
+            return None
+        types = [spelled[v] if v else None for v in raw]
+    models = _models(b, ids, arr("model").to_pylist() if "model" in col else None)
+    if models is None:
+        return None
+    kw: dict[str, list[Any]] = {"job_id": ids, "arrival_s": arrival.tolist(),
+                                "num_gpus": whole.astype(np.int64).tolist(),
+                                "iterations" if length == "iterations" else "duration_s": run.tolist(),
+                                "model": models}
+    if frac.any():
+        kw["gpu_request"] = [r if f else None for r, f in zip(req.tolist(), frac.tolist(), strict=True)]
+    if batch is not None:
+        kw["batch_size"] = batch
+    if users is not None:
+        kw["user"] = users
+    if types is not None:
+        kw["gpu_type"] = types
+    try:
+        b.jobs = JobSpec.bulk(n, source=[f"{p}:{i + 2}" for i in range(n)], **kw)
+    except ValueError:
+        return None
+    b.ids = set(ids)
+    fractional = int(frac.sum())
+    if fractional:
+        b.notes.append(f"{fractional} jobs asked for a fractional number of GPUs: rounded up to whole GPUs "
+                       "(JobSpec.gpu_request keeps the fraction)")
+    if length == "duration":
+        _warn_absolute_durations(b, col["duration"])
+    return b.finish(epoch=None)
+
+
+def _models(b: Builder, ids: list[str], names: list[str] | None) -> list[str] | None:
+    """The model of every job as :meth:`Builder.model` picks it (catalogue name, or seeded for an empty or, under
+    ``unknown_models="map"``, unknown name); None when a name is unknown and unknown names are errors."""
+    if names is None:
+        names = [""] * len(ids)
+    canon: dict[str, str | None] = {}
+    for v in set(names) - {""}:
+        c = resolve_model(v, b.catalog)
+        if c is None and b.unknown_rule != "map":
+            return None
+        canon[v] = c
+    out: list[str | None] = [canon[v] if v else None for v in names]
+    todo = [i for i, m in enumerate(out) if m is None]
+    for i in todo:
+        if names[i]:
+            b.mapped_unknown[names[i]] = b.mapped_unknown.get(names[i], 0) + 1
+        else:
+            b.assigned_models += 1
+    for i, m in zip(todo, assign_models([ids[i] for i in todo], seed=b.seed, mix=b.model_mix), strict=True):
+        out[i] = m
+    return out  # type: ignore[return-value]
