@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ddlsched.errors import InputError
 from ddlsched.workload.loaders import columnar, generic_csv, load_generic_csv, load_philly_pollux, philly_pollux
@@ -241,3 +243,30 @@ def test_jobspec_bulk_is_the_per_job_constructor() -> None:
                 {"gpu_request": [None, 2.5, None]}):
         with pytest.raises(ValueError, match="job b"):
             JobSpec.bulk(3, **{**cols, **bad})
+
+
+_ANY_NUMBER = st.one_of(st.none(), st.integers(-3, 5), st.floats(allow_nan=True, allow_infinity=True, width=32))
+
+
+@settings(max_examples=300, deadline=None)
+@given(num_gpus=st.integers(-1, 4), arrival=st.floats(allow_nan=True, allow_infinity=True, width=32),
+       iterations=_ANY_NUMBER, duration=_ANY_NUMBER, request=_ANY_NUMBER)
+def test_bulk_column_checks_agree_with_the_constructor(num_gpus: int, arrival: float, iterations: object,
+                                                       duration: object, request: object) -> None:
+    """``JobSpec.bulk`` checks the constructor's invariants on whole columns: for any one job, the column check
+    passes exactly when the constructor accepts it (so bulk never builds a job the constructor would refuse)."""
+    from ddlsched.workload.jobspec import JobSpec, _columns_valid
+
+    cols: dict[str, list[object]] = {"job_id": ["j"], "arrival_s": [arrival], "num_gpus": [num_gpus],
+                                     "model": ["m"], "gpu_request": [request]}
+    if iterations is not None:
+        cols["iterations"] = [iterations]
+    if duration is not None:
+        cols["duration_s"] = [duration]
+    try:
+        JobSpec(**{k: v[0] for k, v in cols.items()})  # type: ignore[arg-type]
+        accepted = True
+    except (ValueError, TypeError):
+        accepted = False
+    if _columns_valid(1, cols):
+        assert accepted, cols
