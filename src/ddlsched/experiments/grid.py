@@ -17,10 +17,11 @@ METRICS = ("avg_jct_s", "p99_jct_s", "makespan_s", "avg_queueing_s", "comm_overh
 
 
 def run_one(cluster: Cluster, jobs: Sequence[JobSpec], policy: str, perf_params: dict[str, Any],
-            seed: int) -> dict[str, Any]:
-    """Run ``policy`` with the ``sharing`` performance model; its row: policy, seed, job counts and METRICS."""
+            seed: int, policy_params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run ``policy`` (with ``policy_params``) under the ``sharing`` performance model; its row: policy, seed, job
+    counts and METRICS."""
     cfg = SimConfig(perf_model="sharing", perf_params=perf_params, seed=seed, record_timeseries=False)
-    res = run_simulation(cluster, jobs, make_policy(policy), cfg)
+    res = run_simulation(cluster, jobs, make_policy(policy, policy_params), cfg)
     s = summarize(res)
     return {"policy": policy, "seed": seed, "jobs": s["jobs"], "unfinished": s["jobs_unfinished"],
             "offered_load": s.get("offered_load"), **{m: s.get(m) for m in METRICS},
