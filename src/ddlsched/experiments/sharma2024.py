@@ -128,7 +128,7 @@ def _count(v: Any) -> str:
 def run(*, out_dir: Path, seeds: list[int], quick: bool, progress: Callable[[str], None]) -> str:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    n_jobs = 120 if quick else 300  # quick: the smallest size at which anything queues (load 3)
+    n_jobs = 120 if quick else 300  # quick: enough jobs for a queue (and every mechanism) to form at load 3
     policies = ("delay-sched", "fifo+consolidated", "strict-consolidation", "fifo+first_fit") if quick else POLICIES
     loads = (1.0, 3.0) if quick else LOADS
     seeds = seeds[:1] if quick else seeds
