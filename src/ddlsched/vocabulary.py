@@ -120,7 +120,12 @@ MECHANISMS: dict[str, str] = {
     "multi_server_starts": "SJF-BCO/FF/LS/RAND planners: starts spanning more than one server (ring over the "
                            "network, exposed to contention)",
     "best_level_placements": "delay scheduling: starts at the job's best (tightest possible) locality level",
-    "relaxed_placements": "delay scheduling: starts at a looser level than the best, after the job's timer ran out",
+    "relaxed_placements": "delay scheduling: starts at a looser level than the best, after the job's timer ran out "
+                          "(a zero timer — low-sensitivity jobs by default — relaxes at once)",
+    "relaxed_high_placements": "delay scheduling: relaxed starts of high-sensitivity jobs",
+    "relaxed_medium_placements": "delay scheduling: relaxed starts of medium-sensitivity jobs",
+    "expired_timer_placements": "delay scheduling: relaxed starts whose timer was positive (the delay timer itself "
+                                "ran out)",
     "timer_holds": "delay scheduling: waits in which a job's timer held it back while GPUs for a looser placement "
                    "were free (counted once per wait)",
     "delayed_placements": "delay scheduling: starts of jobs that their timer had held back (the delay paid off or "

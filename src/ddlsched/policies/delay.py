@@ -93,7 +93,8 @@ class DelayScheduling(Policy):
             raise ValueError(f"autotune must be one of {sorted(TUNERS)} (or A/B/C)")
         self.tuner_params = dict(tuner_params or {})
         self.tuner = TUNERS[self.autotune](**self.tuner_params) if self.autotune else None
-        self._mech = {"best_level_placements": 0, "relaxed_placements": 0, "network_preemptions": 0,
+        self._mech = {"best_level_placements": 0, "relaxed_placements": 0, "relaxed_high_placements": 0,
+                      "relaxed_medium_placements": 0, "expired_timer_placements": 0, "network_preemptions": 0,
                       "timer_holds": 0, "delayed_placements": 0}
         self._held: set[str] = set()  # jobs held back by their timer since their last start
         self._kw = {"order": order, "high": high, "medium": medium, "timer_low": timer_low,
@@ -168,6 +169,11 @@ class DelayScheduling(Policy):
                 alloc.take(gpus)
                 out.append(Start(job.job_id, tuple(gpus)))
                 self._mech["best_level_placements" if lvl <= best else "relaxed_placements"] += 1
+                if lvl > best:
+                    if cls != LOW:
+                        self._mech[f"relaxed_{cls}_placements"] += 1
+                    if d > 0:  # a positive timer ran out: the delay mechanism itself relaxed the job
+                        self._mech["expired_timer_placements"] += 1
                 if job.job_id in self._held:
                     self._held.discard(job.job_id)
                     self._mech["delayed_placements"] += 1
