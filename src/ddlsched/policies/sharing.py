@@ -146,15 +146,27 @@ class SharingSJF(Policy):
         def free_mem(g: int) -> float:
             return view.gpu_mem_free_mb(g) - mem_used.get(g, 0.0)
 
+        # The cluster's state as this pass sees it changes only when a job is placed; between placements it is
+        # read from a snapshot (servers by resident count, and per GPU: idle, or shared by one running job and
+        # its free memory) instead of rescanning every GPU for every waiting job.
+        snapshot: tuple[dict[int, int], list[int], dict[int, list[tuple[int, bool, float]]]] | None = None
+
+        def take_snapshot() -> tuple[dict[int, int], list[int], dict[int, list[tuple[int, bool, float]]]]:
+            server_jobs = {s: len({j for g in cluster.server_gpus[s] for j in res(g)})
+                           for s in range(cluster.num_servers)}
+            order = sorted(range(cluster.num_servers), key=lambda s: (server_jobs[s], s))
+            gpus = {s: [(g, not res(g), len(res(g)) == 1 and res(g)[0] in running, free_mem(g))
+                        for g in cluster.server_gpus[s] if len(res(g)) <= 1] for s in order}
+            return server_jobs, order, gpus
+
         for a in sorted(view.pending, key=key):
             n = a.num_gpus
             mem_a = _mem(a)
             mem_min = accum_mem(mem_a, self.steps[-1])
-            server_jobs = {s: len({j for g in cluster.server_gpus[s] for j in res(g)})
-                           for s in range(cluster.num_servers)}
-            order = sorted(range(cluster.num_servers), key=lambda s: (server_jobs[s], s))
-            cand_by_server = {s: [g for g in cluster.server_gpus[s] if len(res(g)) == 0
-                                  or (len(res(g)) == 1 and res(g)[0] in running and free_mem(g) >= mem_min)]
+            if snapshot is None:
+                snapshot = take_snapshot()
+            server_jobs, order, gpus_by_server = snapshot
+            cand_by_server = {s: [g for g, idle, solo, fm in gpus_by_server[s] if idle or (solo and fm >= mem_min)]
                               for s in order}
             plan = None
             if self.consolidated:
@@ -180,6 +192,7 @@ class SharingSJF(Policy):
                 res(g).append(a.job_id)
                 mem_used[g] = mem_used.get(g, 0.0) + m
             out.append(Start(a.job_id, tuple(gpus), share=shared, accum_steps=steps))
+            snapshot = None
         return out
 
     def _plan(self, a: JobView, n: int, mem_a: float, cands: list[int], res: Any, free_mem: Any,
@@ -254,7 +267,6 @@ class TailPreemptive(OrderedPolicy):
 @register
 class SjfBsbf(SharingSJF):
     name = "sjf-bsbf"
-    paper_scale_jobs = 6_000
     description = "SJF + best-sharing-benefit-first GPU sharing, sub-batch search"
     mode = "bsbf"
 
@@ -270,7 +282,6 @@ class SjfBsbfConsolidated(SharingSJF):
 @register
 class SjfFfs(SharingSJF):
     name = "sjf-ffs"
-    paper_scale_jobs = 6_000
     description = "SJF + first-fit GPU sharing, no benefit test"
     mode = "ffs"
 
