@@ -182,6 +182,15 @@ def test_env_off_and_small_files_skip_the_fast_path(monkeypatch: pytest.MonkeyPa
     assert columnar.read_columns(PHILLY) is not None
 
 
+def test_env_with_an_unknown_value_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A typo (``of``) must not silently leave the fast path on: the load stops and names the variable."""
+    from ddlsched.errors import ConfigError
+
+    monkeypatch.setenv(columnar.ENV, "of")
+    with pytest.raises(ConfigError, match="DDLSCHED_FAST_CSV='of': expected off, on or always"):
+        load_philly_pollux(PHILLY)
+
+
 def _reference(job_id: str, seed: int, mix: Mapping[str, float]) -> str:
     """The per-job walk that model_mapping has always documented."""
     m = check_mix(mix)

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ddlsched.errors import ConfigError
 from ddlsched.workload.limits import MAX_FIELD_CHARS, MAX_LINE_BYTES
 
 ENV = "DDLSCHED_FAST_CSV"
@@ -29,8 +30,18 @@ MIN_BYTES = 1 << 16
 """Smaller files go to the row parser (importing pyarrow costs more than it saves on them)."""
 
 
+_MODES = {"": "auto", "auto": "auto", "on": "auto", "1": "auto", "yes": "auto", "true": "auto",
+          "off": "off", "0": "off", "no": "off", "false": "off", "always": "always"}
+
+
 def _mode() -> str:
-    return os.environ.get(ENV, "").strip().lower()
+    """``auto``, ``off`` or ``always`` from the environment variable; any other value is an error (a typo must not
+    silently leave the fast path on)."""
+    raw = os.environ.get(ENV, "")
+    mode = _MODES.get(raw.strip().lower())
+    if mode is None:
+        raise ConfigError(f"environment variable {ENV}={raw!r}: expected off, on or always")
+    return mode
 
 _NUMBER = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 """Decimal numbers that Python's ``float`` reads to the same (correctly rounded) value as Arrow's cast."""
@@ -40,7 +51,7 @@ _TIMESTAMP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$"
 
 def enabled() -> bool:
     """Whether the fast path may run (the environment variable is not ``off``)."""
-    return _mode() not in ("off", "0", "no", "false")
+    return _mode() != "off"
 
 
 def _arrow() -> Any:
