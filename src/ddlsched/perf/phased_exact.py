@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf.base import Placement, compute_time, ring_bytes_per_hop
 
+_TINY = 1e-12
+
 
 @dataclass(frozen=True, slots=True)
 class PhasedJob:
@@ -88,6 +90,76 @@ def maxmin_rates(active: Sequence[PhasedJob], cap: Sequence[float]) -> dict[str,
     return rates
 
 
+class PhaseClock:
+    """The phase state of the jobs running now, stepped from event to event (shared by :func:`simulate_phases`
+    and the testbed's schedule replay, ``ddlsched.testbed.phase_replay``).
+
+    A job is either in its compute-only phase (``c − h`` left, plus any initial wait) or communicating (bytes,
+    then latency, left; hidden compute left). :meth:`step` moves every job on by the time to the next phase end
+    (or ``limit``) under the max-min rates of the jobs sending then, and returns the jobs that finished an
+    iteration — they have already begun the next one's compute."""
+
+    def __init__(self, cap: Sequence[float]) -> None:
+        self.cap = cap
+        self.jobs: dict[str, PhasedJob] = {}
+        self.phase: dict[str, int] = {}  # 0 = compute only, 1 = communicating
+        self.t_left: dict[str, float] = {}
+        self.bytes_left: dict[str, float] = {}
+        self.lat_left: dict[str, float] = {}
+        self.hide_left: dict[str, float] = {}
+
+    def add(self, j: PhasedJob, wait: float = 0.0) -> None:
+        """Start ``j``: ``wait`` seconds, then its first compute phase."""
+        self.jobs[j.job_id] = j
+        self.phase[j.job_id], self.t_left[j.job_id] = 0, wait + j.compute_s - j.hidden_s
+        self.bytes_left[j.job_id] = self.lat_left[j.job_id] = self.hide_left[j.job_id] = 0.0
+
+    def remove(self, k: str) -> None:
+        for d in (self.jobs, self.phase, self.t_left, self.bytes_left, self.lat_left, self.hide_left):
+            del d[k]
+
+    def step(self, limit: float = math.inf) -> tuple[float, list[str]]:
+        """Advance to the next phase end, or by ``limit`` if that comes first; (time advanced, the jobs that
+        completed an iteration). ``inf`` and nothing when no job has anything left to do within ``limit``."""
+        sending = [self.jobs[k] for k in sorted(self.jobs) if self.phase[k] == 1 and self.bytes_left[k] > 0]
+        rates = maxmin_rates(sending, self.cap) if sending else {}
+        dt = limit
+        for k in self.jobs:
+            if self.phase[k] == 0:
+                dt = min(dt, self.t_left[k])
+                continue
+            if self.bytes_left[k] > 0:
+                dt = min(dt, self.bytes_left[k] / rates[k])
+            elif self.lat_left[k] > 0:
+                dt = min(dt, self.lat_left[k])
+            if self.hide_left[k] > 0:
+                dt = min(dt, self.hide_left[k])
+        if dt == math.inf:
+            return dt, []
+        dt = max(dt, 0.0)
+        done: list[str] = []
+        for k in sorted(self.jobs):
+            j = self.jobs[k]
+            if self.phase[k] == 0:
+                self.t_left[k] -= dt
+                if self.t_left[k] <= _TINY:
+                    self.phase[k] = 1
+                    self.bytes_left[k], self.lat_left[k], self.hide_left[k] = j.bytes_per_hop, j.latency_s, j.hidden_s
+            else:
+                if self.bytes_left[k] > 0:
+                    self.bytes_left[k] -= rates[k] * dt
+                    if self.bytes_left[k] <= 1e-9 * max(j.bytes_per_hop, 1.0):
+                        self.bytes_left[k] = 0.0
+                elif self.lat_left[k] > 0:
+                    self.lat_left[k] = self.lat_left[k] - dt if self.lat_left[k] - dt > _TINY else 0.0
+                if self.hide_left[k] > 0:
+                    self.hide_left[k] = self.hide_left[k] - dt if self.hide_left[k] - dt > _TINY else 0.0
+            if self.phase[k] == 1 and self.bytes_left[k] == 0 and self.lat_left[k] == 0 and self.hide_left[k] == 0:
+                done.append(k)
+                self.phase[k], self.t_left[k] = 0, j.compute_s - j.hidden_s
+        return dt, done
+
+
 def simulate_phases(jobs: Sequence[PhasedJob], cap: Sequence[float], offsets: Mapping[str, float] | None = None,
                     iterations: int = 60, warmup: int = 10) -> dict[str, float]:
     """Mean iteration time of every job over iterations ``warmup+1 … iterations`` (steady state).
@@ -98,58 +170,24 @@ def simulate_phases(jobs: Sequence[PhasedJob], cap: Sequence[float], offsets: Ma
     if not 1 <= warmup < iterations:
         raise ValueError("need 1 <= warmup < iterations")
     offsets = offsets or {}
-    # state: phase 0 = waiting/compute-only (t_left), 1 = communication (bytes_left, lat_left, hide_left)
-    phase = {j.job_id: 0 for j in jobs}
-    t_left = {j.job_id: offsets.get(j.job_id, 0.0) + j.compute_s - j.hidden_s for j in jobs}
-    bytes_left = {j.job_id: 0.0 for j in jobs}
-    lat_left = {j.job_id: 0.0 for j in jobs}
-    hide_left = {j.job_id: 0.0 for j in jobs}
+    clock = PhaseClock(cap)
+    for j in jobs:
+        clock.add(j, offsets.get(j.job_id, 0.0))
     done = {j.job_id: 0 for j in jobs}
     mark: dict[str, float] = {}
     last: dict[str, float] = {}
-    by_id = {j.job_id: j for j in jobs}
     now = 0.0
     guard = 0
     while min(done.values()) < iterations:
         guard += 1
         if guard > 10_000_000:
             raise RuntimeError("phase simulation did not finish")
-        sending = [by_id[k] for k in sorted(by_id) if phase[k] == 1 and bytes_left[k] > 0]
-        rates = maxmin_rates(sending, cap) if sending else {}
-        dt = math.inf
-        for k in by_id:
-            if phase[k] == 0:
-                dt = min(dt, t_left[k])
-            else:
-                if bytes_left[k] > 0:
-                    dt = min(dt, bytes_left[k] / rates[k])
-                elif lat_left[k] > 0:
-                    dt = min(dt, lat_left[k])
-                if hide_left[k] > 0:
-                    dt = min(dt, hide_left[k])
-        dt = max(dt, 0.0)
+        dt, finished = clock.step()
         now += dt
-        for k, j in by_id.items():
-            if phase[k] == 0:
-                t_left[k] -= dt
-                if t_left[k] <= 1e-12:
-                    phase[k] = 1
-                    bytes_left[k], lat_left[k], hide_left[k] = j.bytes_per_hop, j.latency_s, j.hidden_s
-            else:
-                if bytes_left[k] > 0:
-                    bytes_left[k] -= rates[k] * dt
-                    if bytes_left[k] <= 1e-9 * max(j.bytes_per_hop, 1.0):
-                        bytes_left[k] = 0.0
-                elif lat_left[k] > 0:
-                    lat_left[k] = max(lat_left[k] - dt, 0.0) if lat_left[k] - dt > 1e-12 else 0.0
-                if hide_left[k] > 0:
-                    hide_left[k] = hide_left[k] - dt if hide_left[k] - dt > 1e-12 else 0.0
-            if phase[k] == 1 and bytes_left[k] == 0 and lat_left[k] == 0 and hide_left[k] == 0:
-                done[k] += 1
-                if done[k] == warmup:
-                    mark[k] = now
-                if done[k] <= iterations:
-                    last[k] = now
-                phase[k] = 0
-                t_left[k] = j.compute_s - j.hidden_s
-    return {k: (last[k] - mark[k]) / (iterations - warmup) for k in by_id}
+        for k in finished:
+            done[k] += 1
+            if done[k] == warmup:
+                mark[k] = now
+            if done[k] <= iterations:
+                last[k] = now
+    return {j.job_id: (last[j.job_id] - mark[j.job_id]) / (iterations - warmup) for j in jobs}

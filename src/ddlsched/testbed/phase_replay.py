@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf.base import Placement
-from ddlsched.perf.phased_exact import PhasedJob, maxmin_rates, phased_job
+from ddlsched.perf.phased_exact import PhaseClock, PhasedJob, phased_job
 from ddlsched.testbed.predict import JobPrediction, JobRun
 
 _TINY = 1e-12
@@ -35,67 +35,28 @@ def replay_phases(cluster: Cluster, jobs: Sequence[JobRun], *, efficiency: float
         j.job_id: phased_job(cluster, Placement(j.job_id, tuple(j.gpus), j.profile()), cap, overlap) for j in jobs}
     preds = {j.job_id: JobPrediction(j.start_s, iters=j.iters) for j in jobs}
     left = {j.job_id: j.iters for j in jobs}
-    # per running job: phase 0 = compute only (t_left), 1 = communicating (bytes, latency, hidden compute left)
-    phase: dict[str, int] = {}
-    t_left: dict[str, float] = {}
-    bytes_left: dict[str, float] = {}
-    lat_left: dict[str, float] = {}
-    hide_left: dict[str, float] = {}
+    clock = PhaseClock(cap)
     iter_start: dict[str, float] = {}
     pending = sorted(jobs, key=lambda j: (j.start_s, j.job_id))
     i, now = 0, 0.0
-
-    def begin_iteration(k: str) -> None:
-        phase[k], iter_start[k], t_left[k] = 0, now, spec[k].compute_s - spec[k].hidden_s
-
-    while i < len(pending) or phase:
+    while i < len(pending) or clock.jobs:
         while i < len(pending) and pending[i].start_s <= now + _TINY:
             k = pending[i].job_id
             i += 1
             if left[k] <= 0:
                 preds[k].finish_s = now
                 continue
-            begin_iteration(k)
-        sending = [spec[k] for k in sorted(phase) if phase[k] == 1 and bytes_left[k] > 0]
-        rates = maxmin_rates(sending, cap) if sending else {}
-        dt = pending[i].start_s - now if i < len(pending) else math.inf
-        for k in phase:
-            if phase[k] == 0:
-                dt = min(dt, t_left[k])
-                continue
-            if bytes_left[k] > 0:
-                dt = min(dt, bytes_left[k] / rates[k])
-            elif lat_left[k] > 0:
-                dt = min(dt, lat_left[k])
-            if hide_left[k] > 0:
-                dt = min(dt, hide_left[k])
+            clock.add(spec[k])
+            iter_start[k] = now
+        dt, finished = clock.step(pending[i].start_s - now if i < len(pending) else math.inf)
         if dt == math.inf:
             break
-        dt = max(dt, 0.0)
         now += dt
-        for k in sorted(phase):
-            j = spec[k]
-            if phase[k] == 0:
-                t_left[k] -= dt
-                if t_left[k] <= _TINY:
-                    phase[k] = 1
-                    bytes_left[k] = j.bytes_per_hop if j.use else 0.0
-                    lat_left[k], hide_left[k] = j.latency_s, j.hidden_s
-            else:
-                if bytes_left[k] > 0:
-                    bytes_left[k] -= rates[k] * dt
-                    if bytes_left[k] <= 1e-9 * max(j.bytes_per_hop, 1.0):
-                        bytes_left[k] = 0.0
-                elif lat_left[k] > 0:
-                    lat_left[k] = lat_left[k] - dt if lat_left[k] - dt > _TINY else 0.0
-                if hide_left[k] > 0:
-                    hide_left[k] = hide_left[k] - dt if hide_left[k] - dt > _TINY else 0.0
-            if phase[k] == 1 and bytes_left[k] == 0 and lat_left[k] == 0 and hide_left[k] == 0:
-                preds[k].comm_total_s += max(0.0, now - iter_start[k] - j.compute_s)
-                left[k] -= 1
-                if left[k] == 0:
-                    preds[k].finish_s = now
-                    del phase[k]
-                else:
-                    begin_iteration(k)
+        for k in finished:
+            preds[k].comm_total_s += max(0.0, now - iter_start[k] - spec[k].compute_s)
+            left[k] -= 1
+            iter_start[k] = now
+            if left[k] == 0:
+                preds[k].finish_s = now
+                clock.remove(k)
     return preds
