@@ -10,13 +10,14 @@ slowest link, usually the NIC) and ``maxmin`` (contention too).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from ddlsched.cluster.topology import Cluster
-from ddlsched.perf.base import IterationTime, PerfModel, Placement, compute_time, ring_bytes_per_hop
+from ddlsched.perf.base import IterationTime, Placement, compute_time
+from ddlsched.perf.nocontention import NoContention
 
 
-class FlatNetwork(PerfModel):
+class FlatNetwork(NoContention):
+    """``none``'s rule applied to the consolidated placement of the job's size instead of its own GPUs."""
+
     name = "flat"
     description = "placement-blind: every ring communicates as if consolidated and alone (trace durations kept)"
 
@@ -24,36 +25,15 @@ class FlatNetwork(PerfModel):
         super().__init__(cluster)
         self._comm: dict[tuple[float, int], float] = {}
 
-    def _consolidated_comm(self, grad_bytes: float, n: int) -> float:
-        key = (grad_bytes, n)
-        comm = self._comm.get(key)
-        if comm is None:
-            c = self.cluster
-            gpus = c.consolidated_gpus(n)
-            if gpus is None:  # more workers than GPUs: cannot be placed; keep the call total
-                raise ValueError(f"a ring of {n} workers does not fit the cluster's {c.num_gpus} GPUs")
-            bottleneck = min(c.links[lid].capacity_Bps for hop in c.ring_hops(gpus) for lid in hop)
-            comm = ring_bytes_per_hop(grad_bytes, n) / bottleneck + 2 * (n - 1) * c.hop_latency_s
-            self._comm[key] = comm
-        return comm
-
     def _time(self, p: Placement) -> IterationTime:
         n = p.num_gpus
-        comm = 0.0 if n <= 1 else self._consolidated_comm(p.profile.grad_bytes, n)
+        if n <= 1:
+            return IterationTime(compute_time(self.cluster, p), 0.0)
+        key = (p.profile.grad_bytes, n)
+        comm = self._comm.get(key)
+        if comm is None:
+            gpus = self.cluster.consolidated_gpus(n)
+            if gpus is None:  # more workers than GPUs: cannot be placed; keep the call total
+                raise ValueError(f"a ring of {n} workers does not fit the cluster's {self.cluster.num_gpus} GPUs")
+            comm = self._comm[key] = self._ring_comm(gpus, p.profile.grad_bytes)
         return IterationTime(compute_time(self.cluster, p), comm)
-
-    def add(self, placement: Placement) -> Mapping[str, IterationTime]:
-        if placement.job_id in self._placements:
-            raise ValueError(f"job {placement.job_id} is already placed")
-        t = self._time(placement)
-        self._placements[placement.job_id] = placement
-        self._times[placement.job_id] = t
-        return {placement.job_id: t}
-
-    def remove(self, job_id: str) -> Mapping[str, IterationTime]:
-        self._placements.pop(job_id)
-        self._times.pop(job_id)
-        return {}
-
-    def isolated(self, placement: Placement) -> IterationTime:
-        return self._time(placement)

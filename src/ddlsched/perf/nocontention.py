@@ -19,16 +19,19 @@ class NoContention(PerfModel):
     description = ("no contention, but split rings run at NIC speed: each ring gets its slowest link's full capacity, "
                    "whatever else runs")
 
+    def _ring_comm(self, gpus: tuple[int, ...] | list[int], grad_bytes: float) -> float:
+        """A ring over ``gpus`` alone on the network: 2(w−1)/w·M at its slowest link's capacity, plus latency."""
+        c, n = self.cluster, len(gpus)
+        bottleneck = min(c.links[lid].capacity_Bps for hop in c.ring_hops(gpus) for lid in hop)
+        return ring_bytes_per_hop(grad_bytes, n) / bottleneck + 2 * (n - 1) * c.hop_latency_s
+
     def _time(self, p: Placement) -> IterationTime:
-        n = p.num_gpus
-        if n <= 1:
-            return IterationTime(compute_time(self.cluster, p), 0.0)
-        links = self.cluster.links
-        bottleneck = min(links[lid].capacity_Bps for hop in self.cluster.ring_hops(p.gpus) for lid in hop)
-        comm = ring_bytes_per_hop(p.profile.grad_bytes, n) / bottleneck + 2 * (n - 1) * self.cluster.hop_latency_s
+        comm = 0.0 if p.num_gpus <= 1 else self._ring_comm(p.gpus, p.profile.grad_bytes)
         return IterationTime(compute_time(self.cluster, p), comm)
 
     def add(self, placement: Placement) -> Mapping[str, IterationTime]:
+        if placement.job_id in self._placements:
+            raise ValueError(f"job {placement.job_id} is already placed")
         t = self._time(placement)
         self._placements[placement.job_id] = placement
         self._times[placement.job_id] = t
