@@ -89,12 +89,13 @@ class _TaskPolicy(Policy):
         if not idle or not jobs:
             return []
         types = view.cluster.gpu_types
-        idle.sort(key=lambda g: (-types[view.gpu_type(g)].speed, g))
+        gpu_type = view.cluster.gpu_type  # per GPU, fixed for the cluster
+        idle.sort(key=lambda g: (-types[gpu_type[g]].speed, g))
         # free times of the GPUs outside any lease, per type, sorted (the guard only needs the u earliest per type)
         free: dict[str, list[float]] = {t: [] for t in types}
         for g in range(view.cluster.num_gpus):
             if view.leased_by(g) is None:
-                free[view.gpu_type(g)].append(view.free_at(g))
+                free[gpu_type[g]].append(view.free_at(g))
         for v in free.values():
             v.sort()
         left = {j.job_id: j.ready for j in jobs}
@@ -102,11 +103,18 @@ class _TaskPolicy(Policy):
         out: list[Any] = []
         self.prepare(view, jobs)
         orders: dict[str, list[TaskJob]] = {}
+        # a job skipped once stays skipped for this call (no tasks left, or deferred), so each type's scan resumes
+        # where the previous GPU of that type stopped instead of from the head of the order
+        start: dict[str, int] = {}
         for g in idle:
-            k = view.gpu_type(g)
+            k = gpu_type[g]
             if k not in orders:
-                orders[k] = self.candidates(view, jobs, g)
-            for j in orders[k]:
+                orders[k], start[k] = self.candidates(view, jobs, g), 0
+            order = orders[k]
+            while start[k] < len(order) and (left[order[start[k]].job_id] <= 0 or order[start[k]].job_id in deferred):
+                start[k] += 1
+            for i in range(start[k], len(order)):
+                j = order[i]
                 u = left[j.job_id]
                 if u <= 0 or j.job_id in deferred:
                     continue
