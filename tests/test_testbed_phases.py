@@ -4,7 +4,6 @@ phase-level replay of a schedule (hand-computed cases), the fidelity plot."""
 from __future__ import annotations
 
 import argparse
-import socket
 import threading
 
 import pytest
@@ -16,6 +15,7 @@ from ddlsched.testbed.fabric import scaled_cluster
 from ddlsched.testbed.phase_replay import replay_phases
 from ddlsched.testbed.predict import JobRun, predict
 from ddlsched.testbed.scenarios import CALIBRATION, PHASE_M0_MS, PHASES, VALIDATION, tb32
+from loopback import free_ports
 
 M0 = 2 * 3 / 4 * 4e6 / (0.1 * GBIT)  # 4-ring, 4 MB, 100 Mbit/s NICs: 0.48 s alone (docs/physics.md §2)
 
@@ -109,15 +109,6 @@ def test_hidden_ms_is_omega_times_the_alone_allreduce_capped_by_compute():
     assert JobRun("a", (0,), 4.0, 1, 100.0, overlap=0.5).hidden_ms(c) == 0.0
 
 
-def _free_ports(n: int) -> list[int]:
-    ports = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        ports.append(s.getsockname()[1])
-        s.close()
-    return ports
-
 
 @pytest.mark.parametrize("hide_ms", [0.0, 150.0])
 def test_worker_overlap_mode_on_loopback(hide_ms: float):
@@ -125,7 +116,7 @@ def test_worker_overlap_mode_on_loopback(hide_ms: float):
     the exposed part (iteration end − compute end): on loopback the all-reduce is far shorter than h."""
     from ddlsched.testbed import worker
 
-    peers = ",".join(f"127.0.0.1:{p}" for p in _free_ports(2))
+    peers = ",".join(f"127.0.0.1:{p}" for p in free_ports(2))
     recs: dict[int, list] = {}
 
     def rank(r: int) -> None:

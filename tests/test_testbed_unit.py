@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 
 import numpy as np
@@ -15,6 +14,7 @@ from ddlsched.testbed.fabric import scaled_cluster
 from ddlsched.testbed.predict import JobRun, model_params, predict
 from ddlsched.testbed.scenarios import CALIBRATION, VALIDATION, tb32
 from ddlsched.testbed.worker import SocketRing, ring_allreduce
+from loopback import free_ports
 
 
 def one_rack(nic_gbps: float = 0.1) -> Cluster:
@@ -71,12 +71,7 @@ def test_calibration_recovers_efficiency_and_latency():
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5])
 def test_socket_ring_allreduce_on_loopback(n: int):
-    ports = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        ports.append(s.getsockname()[1])
-        s.close()
+    ports = free_ports(n)
     peers = [("127.0.0.1", p) for p in ports]
     out: dict[int, np.ndarray] = {}
 

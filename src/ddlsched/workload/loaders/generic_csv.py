@@ -334,6 +334,11 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
             fractional += "gpu_request" in x.kw
         except InputError as e:
             b.reject(e)
+    return _finish(b, fractional, length, col, epoch)
+
+
+def _finish(b: Builder, fractional: int, length: str, col: dict[str, str], epoch: Any) -> Trace:
+    """The notes both loading paths add (fractional GPUs rounded up, absolute durations), then the trace."""
     if fractional:
         b.notes.append(f"{fractional} jobs asked for a fractional number of GPUs: rounded up to whole GPUs "
                        "(JobSpec.gpu_request keeps the fraction)")
@@ -477,12 +482,7 @@ def _load_fast(p: Path, b: Builder, plan: _Plan, cols: list[Any], *, t_factor: f
         return None
     b.ids = set(ids)
     fractional = int(frac.sum())
-    if fractional:
-        b.notes.append(f"{fractional} jobs asked for a fractional number of GPUs: rounded up to whole GPUs "
-                       "(JobSpec.gpu_request keeps the fraction)")
-    if length == "duration":
-        _warn_absolute_durations(b, col["duration"])
-    return b.finish(epoch=None)
+    return _finish(b, fractional, length, col, None)
 
 
 def _models(b: Builder, ids: list[str], names: list[str] | None) -> list[str] | None:
