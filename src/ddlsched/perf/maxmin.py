@@ -30,6 +30,10 @@ held back elsewhere gets less than under per-ring sharing (docs/physics.md). Alo
 2 / (links on its path), so a hop inside a rack (NIC tx, rx) weighs 1, a hop across racks (4 links) ½ and a hop
 inside a server 2; a flow gets weight × the common level. Path length standing for RTT is an assumption (it
 ignores queueing delay, which the testbed shows inflates RTT on busy NICs).
+``fairness="tcp"`` keeps per-ring sharing but weights each ring by the queues where rings compete that its worst
+hop crosses, ``W_j = max(1, n)^−γ`` (``tcp_exponent`` γ, default 1.5: TCP Reno's throughput ∝ 1/(RTT·√loss) with
+queueing delay and loss both ∝ contended queues), iterated to a fixed point (``ddlsched.perf.tcp_share``,
+docs/physics.md §12).
 
 Only the connected component of a changed job is recomputed: jobs linked through shared links that can
 bind (Σ m_jl · alone_j > C_l, where alone_j is j's rate alone); a link that cannot saturate couples nothing.
@@ -44,23 +48,32 @@ from typing import Any
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf.base import IterationTime, PerfModel, Placement, compute_time, ring_bytes_per_hop
+from ddlsched.perf.tcp_share import DEFAULT_EXPONENT, tcp_rates
 
 _REL_TOL = 1e-9
+FAIRNESS = ("ring", "flow", "flow-rtt", "tcp")
 
 
 class MaxMinLinkSharing(PerfModel):
     name = "maxmin"
     description = "ring all-reduce flows share every link they cross, weighted max-min fair (progressive filling)"
 
-    def __init__(self, cluster: Cluster, efficiency: float = 1.0, fairness: str = "ring") -> None:
+    def __init__(self, cluster: Cluster, efficiency: float = 1.0, fairness: str = "ring",
+                 tcp_exponent: float = DEFAULT_EXPONENT) -> None:
         super().__init__(cluster)
         if not 0 < efficiency <= 1:
             raise ValueError("efficiency must be in (0, 1]")
-        if fairness not in ("ring", "flow", "flow-rtt"):
-            raise ValueError(f"fairness must be 'ring', 'flow' or 'flow-rtt', not {fairness!r}")
+        if fairness not in FAIRNESS:
+            raise ValueError(f"fairness must be one of {', '.join(map(repr, FAIRNESS))}, not {fairness!r}")
+        if not (math.isfinite(tcp_exponent) and tcp_exponent >= 0):
+            raise ValueError(f"tcp_exponent must be a finite number >= 0, not {tcp_exponent!r}")
+        if tcp_exponent != DEFAULT_EXPONENT and fairness != "tcp":
+            raise ValueError("tcp_exponent applies to fairness='tcp' only")
         self.efficiency = efficiency
         self.fairness = fairness
+        self.tcp_exponent = tcp_exponent
         self._hops: dict[str, list[tuple[tuple[int, ...], float]]] = {}  # flow mode: hop links, hop alone rate
+        self._paths: dict[str, list[tuple[int, ...]]] = {}  # tcp mode: the links of every hop, in path order
         self._cap = [link.capacity_Bps * efficiency for link in cluster.links]
         self._link_jobs: dict[int, set[str]] = {}
         self._job_links: dict[str, Counter[int]] = {}
@@ -70,8 +83,12 @@ class MaxMinLinkSharing(PerfModel):
         self._demand: dict[int, float] = {}  # Σ over jobs on the link of m_jl · alone_j
 
     def params(self) -> dict[str, Any]:
-        return {"efficiency": self.efficiency} if self.fairness == "ring" else {
-            "efficiency": self.efficiency, "fairness": self.fairness}
+        out: dict[str, Any] = {"efficiency": self.efficiency}
+        if self.fairness != "ring":
+            out["fairness"] = self.fairness
+        if self.fairness == "tcp":
+            out["tcp_exponent"] = self.tcp_exponent
+        return out
 
     def alone(self, job_id: str) -> IterationTime:
         rate = self._alone.get(job_id)
@@ -110,7 +127,10 @@ class MaxMinLinkSharing(PerfModel):
         self._job_links[jid] = use
         alone = min(self._cap[lid] / m for lid, m in use.items())
         self._alone[jid] = alone
-        if self.fairness != "ring":  # a greedy flow can reach its own path's bottleneck, not just its ring's rate
+        if self.fairness == "tcp":
+            self._paths[jid] = [tuple(hop) for hop in hops]
+        if self.fairness in ("flow", "flow-rtt"):
+            # a greedy flow can reach its own path's bottleneck, not just its ring's rate
             flows = [(tuple(hop), min(self._cap[lid] for lid in hop)) for hop in hops]
             self._hops[jid] = flows
             for lid in use:
@@ -136,6 +156,7 @@ class MaxMinLinkSharing(PerfModel):
             return {}
         alone = self._alone.pop(job_id)
         flows = self._hops.pop(job_id, None)
+        self._paths.pop(job_id, None)
         if flows is not None:
             for hop, bound in flows:
                 for lid in hop:
@@ -184,7 +205,12 @@ class MaxMinLinkSharing(PerfModel):
         return comp
 
     def _recompute(self, comp: set[str]) -> dict[str, IterationTime]:
-        rates = self.fill(comp) if self.fairness == "ring" else self.fill_flows(comp)
+        if self.fairness == "ring":
+            rates = self.fill(comp)
+        elif self.fairness == "tcp":
+            rates = tcp_rates({j: self._paths[j] for j in comp}, self._cap, self.tcp_exponent)
+        else:
+            rates = self.fill_flows(comp)
         changed: dict[str, IterationTime] = {}
         for j in sorted(comp):
             r = rates[j]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf.base import Placement, compute_time, ring_bytes_per_hop
+from ddlsched.perf.tcp_share import tcp_rates
 
 _TINY = 1e-12
 
@@ -37,6 +38,7 @@ class PhasedJob:
     latency_s: float  # 2(w−1)·α, after the bytes
     use: Mapping[int, int]  # link id → hops of the ring crossing it (empty: no communication)
     alone_rate: float  # bytes/s per hop alone: min over links of C_l / m_jl (0 when no communication)
+    hops: tuple[tuple[int, ...], ...] = ()  # the links of every ring hop in path order (TCP-biased sharing)
 
     @property
     def alone_comm_s(self) -> float:
@@ -60,7 +62,7 @@ def phased_job(cluster: Cluster, placement: Placement, cap: Sequence[float], ove
     lat = 2 * (n - 1) * cluster.hop_latency_s
     w = placement.profile.overlap if placement.profile.overlap is not None else overlap
     h = min(w * (v / alone + lat), c)
-    return PhasedJob(placement.job_id, c, h, v, lat, use, alone)
+    return PhasedJob(placement.job_id, c, h, v, lat, use, alone, tuple(tuple(hop) for hop in hops))
 
 
 def maxmin_rates(active: Sequence[PhasedJob], cap: Sequence[float]) -> dict[str, float]:
@@ -97,10 +99,12 @@ class PhaseClock:
     A job is either in its compute-only phase (``c − h`` left, plus any initial wait) or communicating (bytes,
     then latency, left; hidden compute left). :meth:`step` moves every job on by the time to the next phase end
     (or ``limit``) under the max-min rates of the jobs sending then, and returns the jobs that finished an
-    iteration — they have already begun the next one's compute."""
+    iteration — they have already begun the next one's compute. With ``tcp_exponent`` set, the jobs sending share
+    the links by the TCP-biased rule (``ddlsched.perf.tcp_share``, docs/physics.md §12) instead of max-min."""
 
-    def __init__(self, cap: Sequence[float]) -> None:
+    def __init__(self, cap: Sequence[float], tcp_exponent: float | None = None) -> None:
         self.cap = cap
+        self.tcp_exponent = tcp_exponent
         self.jobs: dict[str, PhasedJob] = {}
         self.phase: dict[str, int] = {}  # 0 = compute only, 1 = communicating
         self.t_left: dict[str, float] = {}
@@ -122,7 +126,12 @@ class PhaseClock:
         """Advance to the next phase end, or by ``limit`` if that comes first; (time advanced, the jobs that
         completed an iteration). ``inf`` and nothing when no job has anything left to do within ``limit``."""
         sending = [self.jobs[k] for k in sorted(self.jobs) if self.phase[k] == 1 and self.bytes_left[k] > 0]
-        rates = maxmin_rates(sending, self.cap) if sending else {}
+        if not sending:
+            rates: dict[str, float] = {}
+        elif self.tcp_exponent is None:
+            rates = maxmin_rates(sending, self.cap)
+        else:
+            rates = tcp_rates({j.job_id: j.hops for j in sending if j.use}, self.cap, self.tcp_exponent)
         dt = limit
         for k in self.jobs:
             if self.phase[k] == 0:

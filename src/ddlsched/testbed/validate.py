@@ -101,6 +101,8 @@ EXTRA_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "phased[exact]": ("phased", {"exact": True}),  # every phase of every iteration (testbed/phase_replay.py)
     "maxmin[fairness=flow]": ("maxmin", {"fairness": "flow"}),
     "maxmin[fairness=flow-rtt]": ("maxmin", {"fairness": "flow-rtt"}),
+    "maxmin[fairness=tcp]": ("maxmin", {"fairness": "tcp"}),
+    "phased[exact,fairness=tcp]": ("phased", {"exact": True, "fairness": "tcp"}),
 }
 
 
