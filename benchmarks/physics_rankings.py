@@ -1,13 +1,13 @@
 """Does the physics change the ranking? The luo2024 and sharma2024 set-ups under maxmin, phased and flat networks.
 
-    PYTHONPATH=src python benchmarks/physics_rankings.py [--full] [--seeds 0]
+    PYTHONPATH=src python benchmarks/physics_rankings.py [--full] [--seeds 0] [--only luo2024|sharma2024]
 
 The reproductions (``ddlsched reproduce luo2024|sharma2024``) fix their network physics (luo2024: maxmin, none and a
 fast-NIC "flat" cluster; sharma2024: maxmin, nominal and congested) and take no perf-model override. This script
 re-runs their workloads, clusters and policies unchanged — their own ``workload`` functions, the quick sizes (luo2024
 30 jobs, sharma2024 60 jobs and 3 policies) unless ``--full`` — with the ``sharing`` perf model wrapping each of the
 ``maxmin``, ``phased`` (overlap 0) and ``flat`` network models, and prints avg JCT, p95 JCT, makespan and the
-ranking by avg JCT per network (docs/reproductions.md "Physics model and rankings").
+ranking by avg JCT per network (docs/reproductions.md "Physics model and rankings"). ``--only`` runs one set-up.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from ddlsched.policies import make_policy
 from ddlsched.workload.jobspec import JobSpec
 
 NETWORKS = ("maxmin", "phased", "flat")
+SETUPS = ("luo2024", "sharma2024")
 
 
 def run(cluster: Cluster, jobs: Sequence[JobSpec], policy: str, params: dict[str, Any], seed: int) -> dict[str, float]:
@@ -72,25 +73,37 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--full", action="store_true", help="the reproductions' full sizes (100 / 300 jobs, 7 policies)")
     ap.add_argument("--seeds", default="0", help="comma-separated seeds (means over seeds are printed)")
+    ap.add_argument("--only", choices=SETUPS, help="run only this set-up (default: both)")
     a = ap.parse_args(argv)
     seeds = [int(s) for s in a.seeds.split(",") if s.strip()]
 
+    if a.only in (None, "luo2024"):
+        _luo(seeds, a.full, a.seeds)
+    if a.only in (None, "sharma2024"):
+        _sharma(seeds, a.full, a.seeds)
+
+
+def _luo(seeds: list[int], full: bool, label: str) -> None:
+    """Print the luo2024 set-up's table (n8g8, the reproduction's six policies)."""
     cluster = load_cluster("n8g8")
     luo: dict[str, dict[str, dict[str, float]]] = {}
     for net in NETWORKS:
-        luo[net] = {p: _mean([run(cluster, luo2024.workload(s, 100 if a.full else 30), p, {"network": net}, s)
+        luo[net] = {p: _mean([run(cluster, luo2024.workload(s, 100 if full else 30), p, {"network": net}, s)
                               for s in seeds]) for p in luo2024.POLICIES}
-    print(table(f"luo2024 set-up (n8g8, Muri traces, {100 if a.full else 30} jobs, seeds {a.seeds})", luo))
+    print(table(f"luo2024 set-up (n8g8, Muri traces, {100 if full else 30} jobs, seeds {label})", luo))
     print()
 
+
+def _sharma(seeds: list[int], full: bool, label: str) -> None:
+    """Print the sharma2024 set-up's tables, one per setting (rack256)."""
     cluster = load_cluster("rack256")
-    policies = sharma2024.POLICIES if a.full else ("delay-sched", "strict-consolidation", "fifo+first_fit")
+    policies = sharma2024.POLICIES if full else ("delay-sched", "strict-consolidation", "fifo+first_fit")
     for setting, extra in sharma2024.SETTINGS.items():
         res: dict[str, dict[str, dict[str, float]]] = {}
         for net in NETWORKS:
-            res[net] = {p: _mean([run(cluster, sharma2024.workload(s, 300 if a.full else 60), p,
+            res[net] = {p: _mean([run(cluster, sharma2024.workload(s, 300 if full else 60), p,
                                       {"network": net, **extra}, s) for s in seeds]) for p in policies}
-        print(table(f"sharma2024 set-up, {setting} (rack256, {300 if a.full else 60} jobs, seeds {a.seeds})", res))
+        print(table(f"sharma2024 set-up, {setting} (rack256, {300 if full else 60} jobs, seeds {label})", res))
         print()
 
 
