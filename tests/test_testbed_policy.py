@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from ddlsched.errors import ConfigError
@@ -60,6 +62,18 @@ def test_simulated_schedule_follows_the_policy():
     g = {j.job.job_id: j for j in gated_jobs(sc, simulate_schedule(sc, workload("queue3"), "fifo+first_fit",
                                                                      {}, cat), cat)}
     assert g["c"].deps == ("a", "b") and g["c"].job.iters == 4 and g["c"].job.compute_ms == pytest.approx(100.0)
+    assert g["c"].job.overlap == 0.0  # bundled profiles set no overlap
+
+
+def test_profile_overlap_reaches_the_workers():
+    sc = _sc()
+    cat = emulated_catalog(0.01)
+    hidden = cat.with_profiles([replace(cat[n], overlap=0.4) for n in cat.names() if n.startswith("tb-")])
+    sim = simulate_schedule(sc, workload("queue3"), "fifo+first_fit", {}, hidden, perf_model="phased")
+    for g in gated_jobs(sc, sim, hidden):
+        assert g.job.overlap == 0.4
+        if len(g.job.gpus) > 1:
+            assert g.job.hidden_ms(sc) > 0  # the worker's --hide-ms: part of the all-reduce runs under compute
 
 
 @pytest.mark.parametrize(("policy", "params", "why"), [

@@ -231,7 +231,9 @@ def simulate_schedule(cluster: Cluster, jobs: Sequence[JobSpec], policy_name: st
 
 
 def gated_jobs(cluster: Cluster, sim: Simulated, catalog: ModelCatalog) -> list[GatedJob]:
-    """The schedule as testbed jobs: the profile's (emulated) gradient, its compute time on those GPUs."""
+    """The schedule as testbed jobs: the profile's (emulated) gradient, its compute time on those GPUs, and its
+    overlap ω (the worker hides that share of the all-reduce under compute, as the ``phased`` model assumes; 0 when
+    the profile sets none, the ``phased`` default)."""
     specs = {j.job_id: j for j in sim.jobs}
     out = []
     for s in sim.schedule:
@@ -239,7 +241,8 @@ def gated_jobs(cluster: Cluster, sim: Simulated, catalog: ModelCatalog) -> list[
         prof = catalog[spec.model]
         comp = compute_time(cluster, Placement(s.job_id, s.gpus, prof))
         iters = round(spec.iterations or 0)
-        out.append(GatedJob(JobRun(s.job_id, s.gpus, prof.grad_mb, iters, 1e3 * comp, s.exo_s), s.deps))
+        omega = prof.overlap if prof.overlap is not None else 0.0
+        out.append(GatedJob(JobRun(s.job_id, s.gpus, prof.grad_mb, iters, 1e3 * comp, s.exo_s, omega), s.deps))
     return out
 
 
