@@ -123,11 +123,11 @@ def extremes(jobs: Sequence[JobSpec], profiles: Sequence[ModelProfile]) -> tuple
 
 def execute(seed: int, sizing: str, algorithm: str, *, kappa: int | None = None,
             order_key: Callable[[PlanJob], Any] | None = None, theta: float | None = None,
-            shorten: bool = False) -> dict[str, Any]:
+            shorten: bool = False, n_jobs: int = 160) -> dict[str, Any]:
     """One run of the reproduction's set-up; the plan, its executed metrics and the per-job records."""
     cluster = yu_cluster(seed=seed)
     with mock.patch.object(Y, "workload", shortened_workload(seed) if shorten else Y.workload):
-        jobs, profiles, xi2 = Y.workload(seed, cluster, 160, sizing)
+        jobs, profiles, xi2 = Y.workload(seed, cluster, n_jobs, sizing)
     params = {"xi1": Y.XI1, "xi2_s": xi2, "alpha": Y.ALPHA}
     policy = planned_policy(algorithm, kappa=kappa, horizon_s=HORIZON, **params)
     with planner(order_key, theta):
@@ -140,8 +140,8 @@ def execute(seed: int, sizing: str, algorithm: str, *, kappa: int | None = None,
     recs = [{**r, "rho": tau[r["model"]] * float(r["iterations"])} for r in res.records]
     long_id = extremes(jobs, profiles)[0].job_id
     return {"makespan": s["makespan_s"], "avg_jct": s["avg_jct_s"], "planned": p.makespan, "kappa": p.kappa,
-            "theta": p.theta, "records": recs, "gpus": cluster.num_gpus, "long": by_id(recs, long_id),
-            "multi": sum(1 for r in recs if int(r["servers"]) > 1)}
+            "theta": p.theta, "entries": p.entries, "records": recs, "gpus": cluster.num_gpus,
+            "long": by_id(recs, long_id), "multi": sum(1 for r in recs if int(r["servers"]) > 1)}
 
 
 def by_id(recs: Sequence[dict[str, Any]], job_id: str) -> dict[str, Any]:
@@ -207,12 +207,12 @@ def theta_grid(seed: int, sizing: str, kappas: Sequence[int]) -> list[str]:
     return out
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--seed", type=int, default=2)
     ap.add_argument("--sizing", default=Y.DEFAULT_SIZING)
     ap.add_argument("--seeds", default="0,1,2,3,4", help="seeds of the cross-seed table (e)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     seed, z = a.seed, a.sizing
     cluster = yu_cluster(seed=seed)
     jobs, profiles, _ = Y.workload(seed, cluster, 160, z)
