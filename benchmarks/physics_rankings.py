@@ -25,7 +25,14 @@ from ddlsched.metrics import summarize
 from ddlsched.policies import make_policy
 from ddlsched.workload.jobspec import JobSpec
 
-NETWORKS = ("maxmin", "phased", "flat")
+# label → the network the ``sharing`` model wraps (docs/physics.md §4, §11, §5, §12)
+NETWORK_PARAMS: dict[str, dict[str, Any]] = {
+    "maxmin": {"network": "maxmin"},
+    "phased": {"network": "phased"},
+    "flat": {"network": "flat"},
+    "maxmin-tcp": {"network": "maxmin", "network_params": {"fairness": "tcp"}},
+}
+NETWORKS = ("maxmin", "phased", "flat")  # the default columns
 SETUPS = ("luo2024", "sharma2024")
 
 
@@ -74,35 +81,41 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--full", action="store_true", help="the reproductions' full sizes (100 / 300 jobs, 7 policies)")
     ap.add_argument("--seeds", default="0", help="comma-separated seeds (means over seeds are printed)")
     ap.add_argument("--only", choices=SETUPS, help="run only this set-up (default: both)")
+    ap.add_argument("--networks", default=",".join(NETWORKS),
+                    help=f"comma-separated columns, from {', '.join(NETWORK_PARAMS)} (default: %(default)s)")
     a = ap.parse_args(argv)
     seeds = [int(s) for s in a.seeds.split(",") if s.strip()]
+    nets = tuple(n.strip() for n in a.networks.split(",") if n.strip())
+    unknown = [n for n in nets if n not in NETWORK_PARAMS]
+    if unknown or not nets:
+        ap.error(f"--networks: unknown {', '.join(unknown) or '(empty)'}; choose from {', '.join(NETWORK_PARAMS)}")
 
     if a.only in (None, "luo2024"):
-        _luo(seeds, a.full, a.seeds)
+        _luo(seeds, a.full, a.seeds, nets)
     if a.only in (None, "sharma2024"):
-        _sharma(seeds, a.full, a.seeds)
+        _sharma(seeds, a.full, a.seeds, nets)
 
 
-def _luo(seeds: list[int], full: bool, label: str) -> None:
+def _luo(seeds: list[int], full: bool, label: str, nets: Sequence[str] = NETWORKS) -> None:
     """Print the luo2024 set-up's table (n8g8, the reproduction's six policies)."""
     cluster = load_cluster("n8g8")
     luo: dict[str, dict[str, dict[str, float]]] = {}
-    for net in NETWORKS:
-        luo[net] = {p: _mean([run(cluster, luo2024.workload(s, 100 if full else 30), p, {"network": net}, s)
+    for net in nets:
+        luo[net] = {p: _mean([run(cluster, luo2024.workload(s, 100 if full else 30), p, NETWORK_PARAMS[net], s)
                               for s in seeds]) for p in luo2024.POLICIES}
     print(table(f"luo2024 set-up (n8g8, Muri traces, {100 if full else 30} jobs, seeds {label})", luo))
     print()
 
 
-def _sharma(seeds: list[int], full: bool, label: str) -> None:
+def _sharma(seeds: list[int], full: bool, label: str, nets: Sequence[str] = NETWORKS) -> None:
     """Print the sharma2024 set-up's tables, one per setting (rack256)."""
     cluster = load_cluster("rack256")
     policies = sharma2024.POLICIES if full else ("delay-sched", "strict-consolidation", "fifo+first_fit")
     for setting, extra in sharma2024.SETTINGS.items():
         res: dict[str, dict[str, dict[str, float]]] = {}
-        for net in NETWORKS:
+        for net in nets:
             res[net] = {p: _mean([run(cluster, sharma2024.workload(s, 300 if full else 60), p,
-                                      {"network": net, **extra}, s) for s in seeds]) for p in policies}
+                                      {**NETWORK_PARAMS[net], **extra}, s) for s in seeds]) for p in policies}
         print(table(f"sharma2024 set-up, {setting} (rack256, {300 if full else 60} jobs, seeds {label})", res))
         print()
 

@@ -146,3 +146,12 @@ def test_reproduce_quick(tmp_path):
         assert (tmp_path / f).stat().st_size > 0
     head = (tmp_path / "summary.md").read_text()
     assert "Ada-SRSF (LWF-2)" in head and "(paper -20.1 %)" in head and "(paper -36.7 %)" in head
+    import csv
+
+    mech = {(m["placement"], m["communication"]): m for m in csv.DictReader((tmp_path / "mechanisms.csv").open())}
+    assert len(mech) == 3 * 4  # first-fit, LWF-1, LWF-2 × SRSF(1..3), AdaDUAL
+    for m in mech.values():
+        assert 0 <= float(m["contended_transfers_mean"]) <= float(m["transfers_mean"])
+    for placement in ("first-fit", "LWF-1", "LWF-2"):
+        assert float(mech[(placement, "SRSF(1)")]["contended_transfers_mean"]) == 0  # SRSF(1) admits onto idle NICs
+        assert float(mech[(placement, "SRSF(1)")]["transfers_mean"]) > 0

@@ -33,3 +33,12 @@ def test_only_rejects_an_unknown_set_up(capsys: pytest.CaptureFixture[str]) -> N
 
 def test_ranks_are_competition_ranks_with_ties_marked() -> None:
     assert pr._ranks({"a": 2.0, "b": 1.0, "c": 2.0, "d": 3.0}) == {"a": "2=", "b": "1", "c": "2=", "d": "4"}
+
+
+def test_networks_picks_the_columns_and_rejects_unknown_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        pr.main(["--only", "luo2024", "--networks", "maxmin,tcpp"])
+    assert e.value.code == 2
+    assert "tcpp" in capsys.readouterr().err
+    assert pr.NETWORK_PARAMS["maxmin-tcp"] == {"network": "maxmin", "network_params": {"fairness": "tcp"}}
+    assert set(pr.NETWORKS) <= set(pr.NETWORK_PARAMS)
