@@ -1,13 +1,15 @@
 """Does the physics change the ranking? The luo2024 and sharma2024 set-ups under maxmin, phased and flat networks.
 
     PYTHONPATH=src python benchmarks/physics_rankings.py [--full] [--seeds 0] [--only luo2024|sharma2024]
+        [--networks maxmin,phased,flat,maxmin-tcp]
 
 The reproductions (``ddlsched reproduce luo2024|sharma2024``) fix their network physics (luo2024: maxmin, none and a
 fast-NIC "flat" cluster; sharma2024: maxmin, nominal and congested) and take no perf-model override. This script
 re-runs their workloads, clusters and policies unchanged — their own ``workload`` functions, the quick sizes (luo2024
 30 jobs, sharma2024 60 jobs and 3 policies) unless ``--full`` — with the ``sharing`` perf model wrapping each of the
 ``maxmin``, ``phased`` (overlap 0) and ``flat`` network models, and prints avg JCT, p95 JCT, makespan and the
-ranking by avg JCT per network (docs/reproductions.md "Physics model and rankings"). ``--only`` runs one set-up.
+ranking by avg JCT per network (docs/reproductions.md "Physics model and rankings"). ``--only`` runs one set-up;
+``--networks`` picks the columns (``maxmin-tcp``: ``maxmin`` with TCP-biased sharing, docs/physics.md §12).
 """
 
 from __future__ import annotations
