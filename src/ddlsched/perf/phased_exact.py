@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf.base import Placement, compute_time, ring_bytes_per_hop
-from ddlsched.perf.tcp_share import tcp_rates
+from ddlsched.perf.tcp_share import tcp_rates, weighted_fill
 
 _TINY = 1e-12
 
@@ -67,29 +67,7 @@ def phased_job(cluster: Cluster, placement: Placement, cap: Sequence[float], ove
 
 def maxmin_rates(active: Sequence[PhasedJob], cap: Sequence[float]) -> dict[str, float]:
     """Weighted max-min fair per-hop rates of the jobs sending now (progressive filling, as ``maxmin``)."""
-    weight: dict[int, float] = {}
-    for j in active:
-        for lid, m in j.use.items():
-            weight[lid] = weight.get(lid, 0.0) + m
-    remaining = {lid: cap[lid] for lid in weight}
-    todo = {j.job_id: j for j in active}
-    rates: dict[str, float] = {}
-    level = 0.0
-    while todo:
-        live = [lid for lid in weight if weight[lid] > 1e-12]
-        best = min(remaining[lid] / weight[lid] for lid in live)
-        level += max(best, 0.0)
-        for lid in live:
-            remaining[lid] -= weight[lid] * max(best, 0.0)
-        tight = {lid for lid in live if remaining[lid] <= 1e-9 * cap[lid]}
-        for jid in sorted(todo):
-            j = todo[jid]
-            if any(lid in tight for lid in j.use):
-                rates[jid] = level
-                del todo[jid]
-                for lid, m in j.use.items():
-                    weight[lid] -= m
-    return rates
+    return weighted_fill({j.job_id: j.use for j in active}, dict.fromkeys((j.job_id for j in active), 1.0), cap)
 
 
 class PhaseClock:
