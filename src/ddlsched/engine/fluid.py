@@ -45,10 +45,6 @@ from ddlsched.workload.profiles import ModelCatalog, ModelProfile
 COMPLETE = 0
 
 
-def _seq(view: JobView) -> int:
-    return view.seq
-
-
 def _first_two(entry: tuple[Any, int, JobView]) -> tuple[Any, int]:
     return entry[0], entry[1]
 
@@ -127,6 +123,7 @@ class FluidModel(ExecutionModel):
         self.states: dict[str, FluidJob] = {}
         self.pending: dict[str, FluidJob] = {}
         self._pending_sorted: list[JobView] = []  # always in arrival order (kept incrementally)
+        self._pending_seqs: list[int] = []  # their arrival ranks, in step: bisected without a key function
         self._indexes: dict[Callable[[JobView], Any], list[tuple[Any, int, JobView]]] = {}
         self._pending_demand: Counter[int] = Counter()
         self.running: dict[str, FluidJob] = {}
@@ -199,8 +196,11 @@ class FluidModel(ExecutionModel):
         assert view is not None
         if in_order:
             self._pending_sorted.append(view)
+            self._pending_seqs.append(st.seq)
         else:
-            insort(self._pending_sorted, view, key=_seq)
+            k = bisect_left(self._pending_seqs, st.seq)
+            self._pending_sorted.insert(k, view)
+            self._pending_seqs.insert(k, st.seq)
         for key, idx in self._indexes.items():
             insort(idx, (key(view), view.seq, view), key=_first_two)
 
@@ -212,8 +212,10 @@ class FluidModel(ExecutionModel):
             del self._pending_demand[d]
         view = st.view
         assert view is not None
-        lst = self._pending_sorted
-        del lst[bisect_left(lst, st.seq, key=_seq)]
+        seqs = self._pending_seqs
+        k = 0 if seqs[0] == st.seq else bisect_left(seqs, st.seq)
+        del seqs[k]
+        del self._pending_sorted[k]
         for key, idx in self._indexes.items():
             del idx[bisect_left(idx, (key(view), view.seq), key=_first_two)]
 
