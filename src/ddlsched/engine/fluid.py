@@ -120,6 +120,7 @@ class FluidModel(ExecutionModel):
         self.free = FreeGPUs(cluster)
         self.gpu_jobs: list[list[str]] = [[] for _ in range(cluster.num_gpus)]
         self.gpu_mem: list[float] = [0.0] * cluster.num_gpus
+        self._gpu_cap_mb = [cluster.gpu_mem_mb(g) for g in range(cluster.num_gpus)]
         self.states: dict[str, FluidJob] = {}
         self.pending: dict[str, FluidJob] = {}
         self._pending_sorted: list[JobView] = []  # always in arrival order (kept incrementally)
@@ -284,21 +285,23 @@ class FluidModel(ExecutionModel):
             raise SimulationError(f"t={now}: job {d.job_id}: accum_steps must be >= 1")
         mem = self.job_mem(st, d.accum_steps)
         cluster = self.cluster
+        num_gpus, gpu_jobs, gpu_mem, cap_mb = cluster.num_gpus, self.gpu_jobs, self.gpu_mem, self._gpu_cap_mb
+        share, per_gpu = d.share, self.max_jobs_per_gpu
         for g in gpus:
-            if not 0 <= g < cluster.num_gpus:
+            if not 0 <= g < num_gpus:
                 raise SimulationError(f"t={now}: job {d.job_id}: no GPU {g}")
-            resident = self.gpu_jobs[g]
-            if resident and not d.share:
+            resident = gpu_jobs[g]
+            if resident and not share:
                 raise SimulationError(f"t={now}: job {d.job_id}: GPU {g} is busy with {resident}")
-            if len(resident) >= self.max_jobs_per_gpu:
+            if len(resident) >= per_gpu:
                 raise SimulationError(f"t={now}: job {d.job_id}: GPU {g} already hosts "
                                       f"{self.max_jobs_per_gpu} job(s)")
-            if self.gpu_mem[g] + mem > cluster.gpu_mem_mb(g) + 1e-6:
+            if gpu_mem[g] + mem > cap_mb[g] + 1e-6:
                 raise SimulationError(f"t={now}: job {d.job_id}: GPU {g} memory over-allocated")
         self._dequeue(st)
         mech = self._mech
         mech["starts"] += 1
-        gpu_jobs, gpu_mem, jid = self.gpu_jobs, self.gpu_mem, st.job_id
+        jid = st.job_id
         newly_busy = [g for g in gpus if not gpu_jobs[g]]
         if len(newly_busy) < len(gpus):
             mech["shared_starts"] += 1
@@ -320,8 +323,10 @@ class FluidModel(ExecutionModel):
         st.last_start = now
         st.last_gpus = gpus
         st.placements += 1
-        st.max_servers = max(st.max_servers, len(cluster.servers_of(gpus)))
-        st.max_racks = max(st.max_racks, len(cluster.racks_of(gpus)))
+        gpu_server, server_rack = cluster.gpu_server, cluster.server_rack
+        servers = {gpu_server[g] for g in gpus}
+        st.max_servers = max(st.max_servers, len(servers))
+        st.max_racks = max(st.max_racks, len({server_rack[s] for s in servers}))
         self.running[st.job_id] = st
         if self._audit:
             self.ctx.audit("start", st.job_id, st.done_iters)
