@@ -33,6 +33,7 @@ from ddlsched.engine.decisions import Preempt, Start
 from ddlsched.engine.ideal import IdealTimes, ideal_times
 from ddlsched.engine.jobview import JobView
 from ddlsched.engine.model import ExecutionModel, ModelSettings, Requirements
+from ddlsched.engine.pending import PendingQueue
 from ddlsched.engine.state import JobState, JobStatus
 from ddlsched.engine.view import SchedulerView
 from ddlsched.errors import SimulationError
@@ -123,8 +124,7 @@ class FluidModel(ExecutionModel):
         self._gpu_cap_mb = [cluster.gpu_mem_mb(g) for g in range(cluster.num_gpus)]
         self.states: dict[str, FluidJob] = {}
         self.pending: dict[str, FluidJob] = {}
-        self._pending_sorted: list[JobView] = []  # always in arrival order (kept incrementally)
-        self._pending_seqs: list[int] = []  # their arrival ranks, in step: bisected without a key function
+        self._pending_sorted: PendingQueue[JobView] = PendingQueue()  # always in arrival order (incrementally)
         self._indexes: dict[Callable[[JobView], Any], list[tuple[Any, int, JobView]]] = {}
         self._pending_demand: Counter[int] = Counter()
         self.running: dict[str, FluidJob] = {}
@@ -177,7 +177,7 @@ class FluidModel(ExecutionModel):
         self._enqueue(st, self.ctx.now, in_order=True)
 
     # ---------------------------------------------------------------- queue indexes
-    def pending_views(self) -> list[JobView]:
+    def pending_views(self) -> Sequence[JobView]:
         return self._pending_sorted
 
     def pending_index(self, key: Callable[[JobView], Any]) -> list[JobView]:
@@ -196,12 +196,9 @@ class FluidModel(ExecutionModel):
         view = st.view
         assert view is not None
         if in_order:
-            self._pending_sorted.append(view)
-            self._pending_seqs.append(st.seq)
+            self._pending_sorted.append(st.seq, view)
         else:
-            k = bisect_left(self._pending_seqs, st.seq)
-            self._pending_sorted.insert(k, view)
-            self._pending_seqs.insert(k, st.seq)
+            self._pending_sorted.insert(st.seq, view)
         for key, idx in self._indexes.items():
             insort(idx, (key(view), view.seq, view), key=_first_two)
 
@@ -213,10 +210,7 @@ class FluidModel(ExecutionModel):
             del self._pending_demand[d]
         view = st.view
         assert view is not None
-        seqs = self._pending_seqs
-        k = 0 if seqs[0] == st.seq else bisect_left(seqs, st.seq)
-        del seqs[k]
-        del self._pending_sorted[k]
+        self._pending_sorted.remove(st.seq)
         for key, idx in self._indexes.items():
             del idx[bisect_left(idx, (key(view), view.seq), key=_first_two)]
 
