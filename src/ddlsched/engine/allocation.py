@@ -50,6 +50,10 @@ class _FreeIndex:
     def free_count(self, server: int) -> int:
         return self._count[server]
 
+    def free_counts(self) -> list[int]:
+        """Free GPUs per server, indexed by server (the index's own list: read it, never change it)."""
+        return self._count
+
     def free_gpus(self, server: int) -> list[int]:
         return sorted(self._sets(server))
 
