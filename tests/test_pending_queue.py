@@ -43,6 +43,8 @@ def test_matches_a_sorted_list(chunk: int, monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_bad_operations_are_errors() -> None:
     q: PendingQueue[str] = PendingQueue()
+    with pytest.raises(ValueError, match="negative"):
+        q.append(-1, "x")
     with pytest.raises(KeyError):
         q.remove(3)
     q.append(3, "a")
@@ -54,3 +56,9 @@ def test_bad_operations_are_errors() -> None:
         q.remove(4)
     with pytest.raises(IndexError):
         q[1]
+    q.remove(3)  # emptied: the next rank goes in whatever it is, a lower one too (a preempted job)
+    with pytest.raises(KeyError):
+        q.remove(3)
+    q.insert(1, "p")
+    q.append(5, "n")
+    assert list(q) == ["p", "n"] and len(q) == 2

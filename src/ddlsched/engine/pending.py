@@ -1,4 +1,4 @@
-"""The pending queue in arrival order, as a list of short chunks (docs/engine.md).
+"""The pending queue in arrival order, as a list of short chunks (docs/engine.md, "Cost per event").
 
 A job leaves the queue from anywhere (the head under FIFO, deeper under backfilling) and a preempted job comes back
 at its arrival rank; in one flat list each of those moves every later entry, which at high load (tens of thousands
@@ -31,16 +31,23 @@ class PendingQueue(Sequence[T], Generic[T]):
         self._len = 0
 
     def append(self, rank: int, item: T) -> None:
-        """Add an item whose rank is above every rank in the queue (a new arrival)."""
-        if self._last and rank <= self._last[-1]:
-            raise ValueError(f"rank {rank} is not above the queue's last rank {self._last[-1]}")
-        if not self._ranks or len(self._ranks[-1]) >= CHUNK:
-            self._ranks.append([])
-            self._items.append([])
-            self._last.append(rank)
-        self._ranks[-1].append(rank)
-        self._items[-1].append(item)
-        self._last[-1] = rank
+        """Add an item whose rank (≥ 0) is above every rank in the queue (a new arrival)."""
+        last = self._last
+        if last:
+            if rank <= last[-1]:
+                raise ValueError(f"rank {rank} is not above the queue's last rank {last[-1]}")
+            ranks = self._ranks[-1]
+            if len(ranks) < CHUNK:
+                ranks.append(rank)
+                self._items[-1].append(item)
+                last[-1] = rank
+                self._len += 1
+                return
+        elif rank < 0:
+            raise ValueError(f"rank {rank} is negative")
+        self._ranks.append([rank])
+        self._items.append([item])
+        last.append(rank)
         self._len += 1
 
     def insert(self, rank: int, item: T) -> None:
@@ -68,14 +75,17 @@ class PendingQueue(Sequence[T], Generic[T]):
         if c == len(last):
             raise KeyError(rank)
         ranks = self._ranks[c]
-        k = 0 if ranks[0] == rank else bisect_left(ranks, rank)
+        k = 0 if ranks and ranks[0] == rank else bisect_left(ranks, rank)
         if k == len(ranks) or ranks[k] != rank:
             raise KeyError(rank)
         del ranks[k]
         del self._items[c][k]
         self._len -= 1
         if not ranks:
-            del self._ranks[c], self._items[c], self._last[c]
+            if len(last) > 1:
+                del self._ranks[c], self._items[c], last[c]
+            else:
+                last[0] = -1  # the only chunk stays, empty (below every rank: the next one is appended to it)
         elif k == len(ranks):
             last[c] = ranks[-1]
 
