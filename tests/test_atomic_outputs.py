@@ -321,3 +321,24 @@ def test_an_old_folder_left_by_a_cut_swap_is_restored(tmp_path: Path) -> None:
     r = run("simulate", *SIM, "--policy", "sjf", "--out", str(out))
     assert r.returncode == 2 and "restored" in r.stderr and "not empty" in r.stderr
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before and names(tmp_path) == {"o"}
+
+
+def test_write_records_matches_csv_dictwriter(tmp_path: Path) -> None:
+    """records.csv is written row by row in the first row's column order, floats by repr, as ``csv.DictWriter``
+    would (a later row missing a field leaves it empty; a field the first row lacks is an error)."""
+    import csv
+    import io
+
+    from ddlsched.metrics.output import write_records
+
+    rows = [{"a": 1.5, "b": "x,y", "c": 3, "d": True}, {"b": "z", "a": 0.1 + 0.2, "c": None, "d": 2.0},
+            {"a": 1e-300, "c": 7, "b": "", "d": False}, {"c": 1, "a": 2.0}]
+    want = io.StringIO()
+    w = csv.DictWriter(want, fieldnames=list(rows[0]), lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in r.items()})
+    write_records(tmp_path / "r.csv", rows)
+    assert (tmp_path / "r.csv").read_text() == want.getvalue()
+    with pytest.raises(ValueError, match="not in fieldnames"):
+        write_records(tmp_path / "bad.csv", [{"a": 1}, {"a": 2, "e": 3}])

@@ -70,3 +70,23 @@ def test_bad_files_are_not_cached_and_broken_entries_are_ignored(store: Path, tm
     entry.write_bytes(entry.read_bytes()[:100])  # truncated, as after a crash of another writer
     _same(first, ddlsched.load_trace(good))
     assert entry.stat().st_size > 100  # rewritten whole
+
+
+def test_pickled_by_columns_round_trips_every_field_and_type() -> None:
+    """The cache pickles a trace column by column; the jobs come back equal, with the same field types, also when
+    a column mixes iterations and durations (built job by job then) or holds non-default values."""
+    import pickle
+
+    from ddlsched.workload.jobspec import JobSpec
+    from ddlsched.workload.trace import Trace
+
+    jobs = [JobSpec("a", 0.0, 2, "resnet50", duration_s=10.0, weight=1, source="f:2"),
+            JobSpec("b", 1.5, 1, "vgg16", duration_s=3.0, user="u", gpu_request=0.5, gpu_type="V100", group="g"),
+            JobSpec("c", 2.0, 4, "lstm", duration_s=7.0, batch_size=64, gpu_mem_mb=1000.0)]
+    mixed = [*jobs, JobSpec("d", 3.0, 1, "lstm", iterations=100.0)]
+    for js in (jobs, mixed):
+        t = Trace(jobs=list(js), path="p", format="x", skipped=2, notes=["n"], mapping={"a": "b"})
+        back = pickle.loads(pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL))
+        assert back.jobs == t.jobs and back.path == "p" and back.skipped == 2 and back.mapping == {"a": "b"}
+        assert [[type(getattr(j, f)) for f in JobSpec.__slots__] for j in back.jobs] == \
+            [[type(getattr(j, f)) for f in JobSpec.__slots__] for j in t.jobs]

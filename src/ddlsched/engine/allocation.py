@@ -50,6 +50,10 @@ class _FreeIndex:
     def free_count(self, server: int) -> int:
         return self._count[server]
 
+    def free_counts(self) -> list[int]:
+        """Free GPUs per server, indexed by server (the index's own list: read it, never change it)."""
+        return self._count
+
     def free_gpus(self, server: int) -> list[int]:
         return sorted(self._sets(server))
 
@@ -101,24 +105,34 @@ class _FreeIndex:
         self._num_free += delta
 
     def take(self, gpus: Iterable[int]) -> None:
-        gs = self.cluster.gpu_server
-        for g in gpus:
+        gs, count, bucket = self.cluster.gpu_server, self._count, self._bucket
+        for g in gpus:  # _move(s, -1), inlined: this runs for every GPU of every start
             s = gs[g]
             free = self._own_set(s)
             if g not in free:
                 raise ValueError(f"GPU {g} is not free")
             free.remove(g)
-            self._move(s, -1)
+            old = count[s]
+            bit = 1 << s
+            bucket[old] &= ~bit
+            bucket[old - 1] |= bit
+            count[s] = old - 1
+            self._num_free -= 1
 
     def release(self, gpus: Iterable[int]) -> None:
-        gs = self.cluster.gpu_server
-        for g in gpus:
+        gs, count, bucket = self.cluster.gpu_server, self._count, self._bucket
+        for g in gpus:  # _move(s, +1), inlined
             s = gs[g]
             free = self._own_set(s)
             if g in free:
                 raise ValueError(f"GPU {g} is already free")
             free.add(g)
-            self._move(s, +1)
+            old = count[s]
+            bit = 1 << s
+            bucket[old] &= ~bit
+            bucket[old + 1] |= bit
+            count[s] = old + 1
+            self._num_free += 1
 
 
 class FreeGPUs(_FreeIndex):

@@ -19,6 +19,7 @@ run that can make no more progress (the remaining jobs are reported unfinished, 
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 import time as wallclock
@@ -89,6 +90,15 @@ class Core:
 
     # ---------------------------------------------------------------- setup
     def _prepare(self, jobs: Sequence[JobSpec]) -> list[JobState]:
+        collecting = gc.isenabled()
+        gc.disable()  # every job's state is new and lives on: collections here would find nothing to free
+        try:
+            return self._prepare_states(jobs)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _prepare_states(self, jobs: Sequence[JobSpec]) -> list[JobState]:
         model, cluster = self.model, self.cluster
         order = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival_s, i))
         max_mem = max(gt.mem_mb for gt in cluster.gpu_types.values())

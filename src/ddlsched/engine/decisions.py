@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ddlsched.slotinit import slot_init
 
+
+@slot_init
 @dataclass(frozen=True, slots=True)
 class Start:
     """Start (or restart) a pending job on exactly ``num_gpus`` GPUs.

@@ -33,6 +33,7 @@ from ddlsched.engine.decisions import Preempt, Start
 from ddlsched.engine.ideal import IdealTimes, ideal_times
 from ddlsched.engine.jobview import JobView
 from ddlsched.engine.model import ExecutionModel, ModelSettings, Requirements
+from ddlsched.engine.pending import PendingQueue
 from ddlsched.engine.state import JobState, JobStatus
 from ddlsched.engine.view import SchedulerView
 from ddlsched.errors import SimulationError
@@ -43,10 +44,6 @@ from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.profiles import ModelCatalog, ModelProfile
 
 COMPLETE = 0
-
-
-def _seq(view: JobView) -> int:
-    return view.seq
 
 
 def _first_two(entry: tuple[Any, int, JobView]) -> tuple[Any, int]:
@@ -124,9 +121,10 @@ class FluidModel(ExecutionModel):
         self.free = FreeGPUs(cluster)
         self.gpu_jobs: list[list[str]] = [[] for _ in range(cluster.num_gpus)]
         self.gpu_mem: list[float] = [0.0] * cluster.num_gpus
+        self._gpu_cap_mb = [cluster.gpu_mem_mb(g) for g in range(cluster.num_gpus)]
         self.states: dict[str, FluidJob] = {}
         self.pending: dict[str, FluidJob] = {}
-        self._pending_sorted: list[JobView] = []  # always in arrival order (kept incrementally)
+        self._pending_sorted: PendingQueue[JobView] = PendingQueue()  # always in arrival order (incrementally)
         self._indexes: dict[Callable[[JobView], Any], list[tuple[Any, int, JobView]]] = {}
         self._pending_demand: Counter[int] = Counter()
         self.running: dict[str, FluidJob] = {}
@@ -179,7 +177,7 @@ class FluidModel(ExecutionModel):
         self._enqueue(st, self.ctx.now, in_order=True)
 
     # ---------------------------------------------------------------- queue indexes
-    def pending_views(self) -> list[JobView]:
+    def pending_views(self) -> Sequence[JobView]:
         return self._pending_sorted
 
     def pending_index(self, key: Callable[[JobView], Any]) -> list[JobView]:
@@ -198,9 +196,9 @@ class FluidModel(ExecutionModel):
         view = st.view
         assert view is not None
         if in_order:
-            self._pending_sorted.append(view)
+            self._pending_sorted.append(st.seq, view)
         else:
-            insort(self._pending_sorted, view, key=_seq)
+            self._pending_sorted.insert(st.seq, view)
         for key, idx in self._indexes.items():
             insort(idx, (key(view), view.seq, view), key=_first_two)
 
@@ -212,8 +210,7 @@ class FluidModel(ExecutionModel):
             del self._pending_demand[d]
         view = st.view
         assert view is not None
-        lst = self._pending_sorted
-        del lst[bisect_left(lst, st.seq, key=_seq)]
+        self._pending_sorted.remove(st.seq)
         for key, idx in self._indexes.items():
             del idx[bisect_left(idx, (key(view), view.seq), key=_first_two)]
 
@@ -282,21 +279,23 @@ class FluidModel(ExecutionModel):
             raise SimulationError(f"t={now}: job {d.job_id}: accum_steps must be >= 1")
         mem = self.job_mem(st, d.accum_steps)
         cluster = self.cluster
+        num_gpus, gpu_jobs, gpu_mem, cap_mb = cluster.num_gpus, self.gpu_jobs, self.gpu_mem, self._gpu_cap_mb
+        share, per_gpu = d.share, self.max_jobs_per_gpu
         for g in gpus:
-            if not 0 <= g < cluster.num_gpus:
+            if not 0 <= g < num_gpus:
                 raise SimulationError(f"t={now}: job {d.job_id}: no GPU {g}")
-            resident = self.gpu_jobs[g]
-            if resident and not d.share:
+            resident = gpu_jobs[g]
+            if resident and not share:
                 raise SimulationError(f"t={now}: job {d.job_id}: GPU {g} is busy with {resident}")
-            if len(resident) >= self.max_jobs_per_gpu:
+            if len(resident) >= per_gpu:
                 raise SimulationError(f"t={now}: job {d.job_id}: GPU {g} already hosts "
                                       f"{self.max_jobs_per_gpu} job(s)")
-            if self.gpu_mem[g] + mem > cluster.gpu_mem_mb(g) + 1e-6:
+            if gpu_mem[g] + mem > cap_mb[g] + 1e-6:
                 raise SimulationError(f"t={now}: job {d.job_id}: GPU {g} memory over-allocated")
         self._dequeue(st)
         mech = self._mech
         mech["starts"] += 1
-        gpu_jobs, gpu_mem, jid = self.gpu_jobs, self.gpu_mem, st.job_id
+        jid = st.job_id
         newly_busy = [g for g in gpus if not gpu_jobs[g]]
         if len(newly_busy) < len(gpus):
             mech["shared_starts"] += 1
@@ -318,8 +317,10 @@ class FluidModel(ExecutionModel):
         st.last_start = now
         st.last_gpus = gpus
         st.placements += 1
-        st.max_servers = max(st.max_servers, len(cluster.servers_of(gpus)))
-        st.max_racks = max(st.max_racks, len(cluster.racks_of(gpus)))
+        gpu_server, server_rack = cluster.gpu_server, cluster.server_rack
+        servers = {gpu_server[g] for g in gpus}
+        st.max_servers = max(st.max_servers, len(servers))
+        st.max_racks = max(st.max_racks, len({server_rack[s] for s in servers}))
         self.running[st.job_id] = st
         if self._audit:
             self.ctx.audit("start", st.job_id, st.done_iters)

@@ -26,14 +26,13 @@ def job_record(st: JobState, model: str, may_be_negative: frozenset[str] = froze
     jct = st.finish - spec.arrival_s
     run = st.run_s
     tol = _ABS + _REL * run + _CLOCK * abs(st.finish)
-    causes = [st.contention_s, st.spread_s, st.sharing_s, st.hetero_s, st.switch_s, st.restart_s]
-    if min(causes) < tol:
+    # float noise inside the tolerance reads as exactly 0 (a value of exactly −tol is kept as it is)
+    causes = [0.0 if -tol < x < tol else x for x in
+              (st.contention_s, st.spread_s, st.sharing_s, st.hetero_s, st.switch_s, st.restart_s)]
+    if min(causes) < -tol:
         for i, x in enumerate(causes):
-            if x < tol:
-                if x < -tol and _CAUSE_NAMES[i] not in may_be_negative:
-                    raise SimulationError(f"{model} model, job {spec.job_id}: negative {_CAUSE_NAMES[i]} = {x}")
-                elif x > -tol:
-                    causes[i] = 0.0
+            if x < -tol and _CAUSE_NAMES[i] not in may_be_negative:
+                raise SimulationError(f"{model} model, job {spec.job_id}: negative {_CAUSE_NAMES[i]} = {x}")
     ideal = st.ideal_run_s
     queue = jct - run
     if queue < -tol or run < -tol:
@@ -50,8 +49,22 @@ def job_record(st: JobState, model: str, may_be_negative: frozenset[str] = froze
         "ideal_run_s": ideal, "comm_s": st.comm_s, "comm_overhead_s": con + spr, "contention_s": con,
         "spread_s": spr, "sharing_s": shr, "hetero_s": het, "switch_s": swi, "restart_s": rst,
         "iterations": st.work, "preemptions": st.preemptions, "placements": st.placements,
-        "servers": st.max_servers, "racks": st.max_racks, "last_gpus": " ".join(map(str, st.last_gpus)),
+        "servers": st.max_servers, "racks": st.max_racks, "last_gpus": _gpu_text(st.last_gpus),
     }
+
+
+_GPU_TEXT: dict[tuple[int, ...], str] = {}
+
+
+def _gpu_text(gpus: tuple[int, ...]) -> str:
+    """``"0 1 2 3"`` for GPUs (0, 1, 2, 3); memoised, since consolidated placements repeat the same sets."""
+    gpus = tuple(gpus)  # the identity for a tuple
+    text = _GPU_TEXT.get(gpus)
+    if text is None:
+        if len(_GPU_TEXT) >= 1 << 16:
+            _GPU_TEXT.clear()
+        text = _GPU_TEXT[gpus] = " ".join(map(str, gpus))
+    return text
 
 
 _CAUSE_NAMES = ("contention_s", "spread_s", "sharing_s", "hetero_s", "switch_s", "restart_s")

@@ -34,10 +34,21 @@ def write_records(path: Path, rows: list[dict[str, Any]]) -> None:
     with path.open("w", newline="") as f:
         if not rows:
             return
-        w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in r.items()})
+        fields = list(rows[0])
+        keys = rows[0].keys()
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(fields)
+        w.writerows([repr(v) if isinstance(v, float) else v for v in map(r.__getitem__, fields)]
+                    if r.keys() == keys else _dict_row(r, fields) for r in rows)
+
+
+def _dict_row(r: dict[str, Any], fields: list[str]) -> list[Any]:
+    """A row whose keys differ from the first row's, as ``csv.DictWriter`` writes it: a missing field empty, an
+    unknown field an error."""
+    extra = [k for k in r if k not in fields]
+    if extra:
+        raise ValueError(f"dict contains fields not in fieldnames: {', '.join(map(repr, extra))}")
+    return [repr(v) if isinstance(v, float) else v for v in (r.get(k, "") for k in fields)]
 
 
 def write_timeseries(path: Path, ts: dict[str, list[float]]) -> None:
@@ -45,8 +56,8 @@ def write_timeseries(path: Path, ts: dict[str, list[float]]) -> None:
     with path.open("w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(keys)
-        for row in zip(*(ts[k] for k in keys), strict=True):
-            w.writerow([repr(x) if isinstance(x, float) else x for x in row])
+        w.writerows([repr(x) if isinstance(x, float) else x for x in row]
+                    for row in zip(*(ts[k] for k in keys), strict=True))
 
 
 def write_run(result: SimResult, out: Path, *, parquet: bool = False, extra: dict[str, Any] | None = None,

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ddlsched.cluster.topology import Cluster
+from ddlsched.slotinit import slot_init
 from ddlsched.workload.profiles import ModelProfile
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class Placement:
     """A running job as the physics sees it."""
@@ -37,6 +39,7 @@ class Placement:
         return len(self.gpus)
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class IterationTime:
     compute_s: float

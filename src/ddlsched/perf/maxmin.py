@@ -81,6 +81,20 @@ class MaxMinLinkSharing(PerfModel):
         self._compute: dict[str, float] = {}
         self._alone: dict[str, float] = {}  # a job's rate if it were alone: min over its links of C_l / m_jl
         self._demand: dict[int, float] = {}  # Σ over jobs on the link of m_jl · alone_j
+        self._routes: dict[tuple[int, ...], tuple[list[tuple[int, ...]], Counter[int], float]] = {}
+
+    def _route(self, gpus: tuple[int, ...]) -> tuple[list[tuple[int, ...]], Counter[int], float]:
+        """A placement's ring hops, the hops it puts on each link (m_jl) and its rate alone; memoised per GPU
+        set (consolidated placements repeat the same sets), read-only."""
+        got = self._routes.get(gpus)
+        if got is None:
+            hops = self.cluster.ring_hops(gpus)
+            use: Counter[int] = Counter(lid for hop in hops for lid in hop)
+            alone = min((self._cap[lid] / m for lid, m in use.items()), default=math.inf)
+            if len(self._routes) >= 1 << 16:
+                self._routes.clear()
+            got = self._routes[gpus] = (hops, use, alone)
+        return got
 
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {"efficiency": self.efficiency}
@@ -102,11 +116,9 @@ class MaxMinLinkSharing(PerfModel):
     def isolated(self, placement: Placement) -> IterationTime:
         """Alone on the network: the ring runs at its tightest link's capacity ÷ the hops it puts there."""
         compute = compute_time(self.cluster, placement)
-        hops = self.cluster.ring_hops(placement.gpus)
+        hops, _, rate = self._route(tuple(placement.gpus))
         if not hops:
             return IterationTime(compute, 0.0)
-        use: Counter[int] = Counter(lid for hop in hops for lid in hop)
-        rate = min(self._cap[lid] / m for lid, m in use.items())
         n = placement.num_gpus
         comm = ring_bytes_per_hop(placement.profile.grad_bytes, n) / rate + 2 * (n - 1) * self.cluster.hop_latency_s
         return IterationTime(compute, comm)
@@ -118,14 +130,12 @@ class MaxMinLinkSharing(PerfModel):
             raise ValueError(f"job {jid} is already placed")
         self._placements[jid] = placement
         self._compute[jid] = compute_time(self.cluster, placement)
-        hops = self.cluster.ring_hops(placement.gpus)
+        hops, use, alone = self._route(tuple(placement.gpus))
         if not hops:
             t = IterationTime(self._compute[jid], 0.0)
             self._times[jid] = t
             return {jid: t}
-        use: Counter[int] = Counter(lid for hop in hops for lid in hop)
         self._job_links[jid] = use
-        alone = min(self._cap[lid] / m for lid, m in use.items())
         self._alone[jid] = alone
         if self.fairness == "tcp":
             self._paths[jid] = [tuple(hop) for hop in hops]

@@ -104,11 +104,12 @@ def tightest(alloc: Allocation, n: int, max_level: int, cluster: Cluster,
     if max_level < L1:
         return None
     best: tuple[int, int, int, list[int]] | None = None
+    count = alloc.free_counts()
     for r, servers in enumerate(cluster.rack_servers):
-        frees = sorted(((alloc.free_count(x), x) for x in servers if alloc.free_count(x)), key=lambda t: (-t[0], t[1]))
-        total = sum(f for f, _ in frees)
+        total = sum(map(count.__getitem__, servers))
         if total < n:
             continue
+        frees = sorted(((count[x], x) for x in servers if count[x]), key=lambda t: (-t[0], t[1]))
         acc = k = 0
         while acc < n:
             acc += frees[k][0]
@@ -121,10 +122,9 @@ def tightest(alloc: Allocation, n: int, max_level: int, cluster: Cluster,
     if max_level < L2:
         return None
     racks = sorted(range(cluster.num_racks),
-                   key=lambda r: (-sum(alloc.free_count(x) for x in cluster.rack_servers[r]), r))
+                   key=lambda r: (-sum(map(count.__getitem__, cluster.rack_servers[r])), r))
     servers: list[int] = []
     for r in racks:
-        servers.extend(sorted((x for x in cluster.rack_servers[r] if alloc.free_count(x)),
-                              key=lambda x: (-alloc.free_count(x), x)))
+        servers.extend(sorted((x for x in cluster.rack_servers[r] if count[x]), key=lambda x: (-count[x], x)))
     gpus = _take(alloc, servers, n)
     return (gpus, placement_level(cluster, gpus)) if len(gpus) == n else None

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
+from typing import Any
 
 from ddlsched.workload.jobspec import JobSpec
+
+_JOB_FIELDS = fields(JobSpec)
 
 MAX_REASONS = 10
 """How many skipped-row reasons a :class:`Trace` keeps (the count in ``skipped`` is always complete)."""
@@ -37,6 +40,24 @@ class Trace:
 
     def __len__(self) -> int:
         return len(self.jobs)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled column by column (the trace cache): one list per job field that is not all its default, so
+        loading builds the jobs with :meth:`JobSpec.bulk` instead of one ``__setstate__`` call per job."""
+        cols: dict[str, list[Any]] = {}
+        for f in _JOB_FIELDS:
+            col = [getattr(j, f.name) for j in self.jobs]
+            d = f.default
+            if not all(v is d or (type(v) is type(d) and v == d) for v in col):
+                cols[f.name] = col
+        return {"n": len(self.jobs), "columns": cols,
+                **{f.name: getattr(self, f.name) for f in fields(self) if f.name != "jobs"}}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            if k not in ("n", "columns"):
+                setattr(self, k, v)
+        self.jobs = JobSpec.bulk(state["n"], **state["columns"])  # already in arrival order
 
     @property
     def rows(self) -> int:
