@@ -32,8 +32,10 @@ other tasks or running fewer tasks at a time — as sharing.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
@@ -50,6 +52,7 @@ from ddlsched.workload.profiles import ModelCatalog, ModelProfile
 
 DONE, RELEASE = 0, 1
 _EPS = 1e-9
+_seq = attrgetter("seq")
 
 
 @dataclass(slots=True, eq=False)
@@ -165,9 +168,21 @@ class RoundsView:
         return self._m.job_events
 
     def idle_gpus(self) -> list[int]:
-        """GPUs with no running task and no lease, ascending."""
-        m = self._m
-        return [g for g in range(m.cluster.num_gpus) if m.gpu_job[g] is None and m.gpu_lease[g] is None]
+        """GPUs with no running task and no lease, ascending (a new list)."""
+        return list(self._m.idle_sorted())
+
+    def idle_count(self) -> int:
+        """How many GPUs have no running task and no lease."""
+        return len(self._m.idle_sorted())
+
+    @property
+    def ready_jobs(self) -> list[RoundJobView]:
+        """The jobs of :attr:`jobs` with released, unstarted tasks (``ready > 0``), in arrival order."""
+        return self._m.ready_views()
+
+    def free_times(self) -> dict[str, list[float]]:
+        """Per GPU type, :meth:`free_at` of its GPUs outside any lease, ascending (new lists)."""
+        return self._m.free_times()
 
     def running_on(self, gpu: int) -> str | None:
         """Id of the job whose task runs on ``gpu``, or None."""
@@ -224,8 +239,23 @@ class RoundsModel(ExecutionModel):
         self.jobs: dict[str, RoundJob] = {}
         self.views: dict[str, RoundJobView] = {}
         self.job_events = True
+        # incremental state (docs/engine.md, "Rounds model: incremental bookkeeping"): the arrived, unfinished
+        # jobs in arrival order, how many of them are active, the idle GPUs, the busy unleased GPUs' end times per
+        # type, and the leased jobs whose lease may start a round at the next pass
+        self._arrived: dict[str, RoundJob] = {}
         self._active: list[RoundJob] = []
+        self._active_views: list[RoundJobView] = []
         self._active_dirty = True
+        self._n_active = 0
+        self._idle: list[int] = list(range(G))  # ascending
+        self._ready: dict[str, RoundJob] = {}  # jobs with released, unstarted tasks
+        self._ready_views: list[RoundJobView] | None = None
+        self._until: dict[str, list[float]] = {t: [] for t in cluster.gpu_types}
+        self._type_gpus: dict[str, int] = {t: 0 for t in cluster.gpu_types}
+        for g in range(G):
+            self._type_gpus[cluster.gpu_type[g]] += 1
+        self._n_leased = {t: 0 for t in cluster.gpu_types}  # leased GPUs per type
+        self._lease_dirty: dict[str, RoundJob] = {}
         self._busy = 0
         self._ideal_cache: dict[tuple[str, int], tuple[float, float, float] | None] = {}
         self._view = RoundsView(self)
@@ -277,7 +307,9 @@ class RoundsModel(ExecutionModel):
 
     def _refresh_active(self) -> list[RoundJob]:
         if self._active_dirty:
-            self._active = [j for j in self.jobs.values() if j.arrived and not j.done]
+            self._active = list(self._arrived.values())
+            views = self.views
+            self._active_views = [views[j.spec.job_id] for j in self._active]
             self._active_dirty = False
         return self._active
 
@@ -285,13 +317,45 @@ class RoundsModel(ExecutionModel):
         return [self.views[j.job_id] for j in self.jobs.values() if j.rounds > 0 and not j.reject_reason]
 
     def active_views(self) -> list[RoundJobView]:
-        return [self.views[j.job_id] for j in self._refresh_active()]
+        self._refresh_active()
+        return list(self._active_views)
+
+    def idle_sorted(self) -> list[int]:
+        """The idle GPUs (no task, no lease), ascending — kept up to date, do not modify."""
+        return self._idle
+
+    def ready_views(self) -> list[RoundJobView]:
+        """Views of the jobs with released, unstarted tasks (``ready > 0``), in arrival order (a new list)."""
+        if self._ready_views is None:
+            views = self.views
+            self._ready_views = [views[j.job_id] for j in sorted(self._ready.values(), key=_seq)]
+        return list(self._ready_views)
+
+    def _set_ready(self, job: RoundJob, ready: int) -> None:
+        if (ready > 0) != (job.ready > 0):
+            if ready > 0:
+                self._ready[job.job_id] = job
+            else:
+                del self._ready[job.job_id]
+            self._ready_views = None
+        job.ready = ready
+
+    def free_times(self) -> dict[str, list[float]]:
+        """Per GPU type, when each of its GPUs outside any lease is free (now if idle), ascending (new lists)."""
+        now = self.ctx.now
+        out: dict[str, list[float]] = {}
+        for t, until in self._until.items():
+            n_idle = self._type_gpus[t] - self._n_leased[t] - len(until)
+            out[t] = [now] * n_idle + until if not until or until[0] >= now else sorted([now] * n_idle + until)
+        return out
 
     def _set_active(self, job: RoundJob) -> None:
         now = self.ctx.now
         if job.active and job.active_since is None:
             job.active_since = now
+            self._n_active += 1
         elif not job.active and job.active_since is not None:
+            self._n_active -= 1
             stretch = now - job.active_since
             job.run_s += stretch
             job.last_service_s = stretch
@@ -328,9 +392,16 @@ class RoundsModel(ExecutionModel):
     def arrive(self, st: JobState) -> None:
         assert isinstance(st, RoundJob)
         st.arrived = True
-        st.ready = st.n
+        self._set_ready(st, st.n)
         st.wait_since = self.ctx.now
         st.release_active = 0.0
+        live = self._arrived
+        if live and next(reversed(live.values())).seq > st.seq:  # not in arrival order: keep the list sorted
+            items = sorted([*live.values(), st], key=lambda j: j.seq)
+            live.clear()
+            live.update((j.spec.job_id, j) for j in items)
+        else:
+            live[st.spec.job_id] = st
         self._active_dirty = True
         self.job_events = True
 
@@ -366,9 +437,14 @@ class RoundsModel(ExecutionModel):
                 if self.gpu_lease[d.gpu] not in (None, job.job_id):
                     raise SimulationError(f"t={self.ctx.now}: GPU {d.gpu} is leased to {self.gpu_lease[d.gpu]}")
                 self._start_task(job, d.gpu)
-        for job in self._refresh_active():
-            if job.lease is not None:
-                self._run_lease(job)
+        if self._lease_dirty:
+            # only a leased job whose lease, round or tasks changed since the last pass can start a round now;
+            # in arrival order, as a scan of every active job would
+            dirty = sorted(self._lease_dirty.values(), key=lambda j: j.seq)
+            self._lease_dirty.clear()
+            for job in dirty:
+                if job.lease is not None and not job.done:
+                    self._run_lease(job)
         self.job_events = False
         return bool(decisions)
 
@@ -377,9 +453,7 @@ class RoundsModel(ExecutionModel):
         return self._busy
 
     def counts(self) -> tuple[int, int]:
-        act = self._refresh_active()
-        running = sum(1 for j in act if j.active)
-        return len(act) - running, running
+        return len(self._arrived) - self._n_active, self._n_active
 
     def unfinished(self) -> list[str]:
         return [j.job_id for j in self.jobs.values() if j.arrived and not j.done]
@@ -395,7 +469,21 @@ class RoundsModel(ExecutionModel):
     # ---------------------------------------------------------------- internals
     def _recount_busy(self, g: int, before: bool) -> None:
         after = self.gpu_job[g] is not None or self.gpu_lease[g] is not None
-        self._busy += int(after) - int(before)
+        if after != before:
+            self._busy += int(after) - int(before)
+            idle = self._idle
+            if after:
+                del idle[bisect_left(idle, g)]
+            else:
+                insort(idle, g)
+
+    def _free_until(self, g: int, busy: bool) -> None:
+        """GPU g, outside any lease, starts (busy) or stops running a task ending at ``gpu_until[g]``."""
+        lst = self._until[self.cluster.gpu_type[g]]
+        if busy:
+            insort(lst, self.gpu_until[g])
+        else:
+            del lst[bisect_left(lst, self.gpu_until[g])]
 
     def _held(self, g: int) -> bool:
         return self.gpu_job[g] is not None or self.gpu_lease[g] is not None
@@ -418,9 +506,13 @@ class RoundsModel(ExecutionModel):
                 raise SimulationError(f"t={now}: GPU {g} is not free for {job.job_id}'s lease")
         for g in d.gpus:
             before = self._held(g)
+            if self.gpu_job[g] is not None:
+                self._free_until(g, False)
             self.gpu_lease[g] = job.job_id
+            self._n_leased[self.cluster.gpu_type[g]] += 1
             self._recount_busy(g, before)
         job.lease = tuple(d.gpus)
+        self._lease_dirty[job.job_id] = job
         self._mech["leases"] += 1
         self._set_active(job)
 
@@ -428,6 +520,9 @@ class RoundsModel(ExecutionModel):
         for g in job.lease or ():
             before = self._held(g)
             self.gpu_lease[g] = None
+            self._n_leased[self.cluster.gpu_type[g]] -= 1
+            if self.gpu_job[g] is not None:
+                self._free_until(g, True)
             self._recount_busy(g, before)
         job.lease = None
         self.job_events = True
@@ -445,7 +540,7 @@ class RoundsModel(ExecutionModel):
         p = job.task_s[self.cluster.gpu_type[g]]
         dur = o + p
         self.gpu_task[g] = (job.active_total(now), o, p)
-        job.ready -= 1
+        self._set_ready(job, job.ready - 1)
         job.running += 1
         job.gpu_busy_s += dur
         job.gpus_used.add(g)
@@ -457,6 +552,8 @@ class RoundsModel(ExecutionModel):
         self._recount_busy(g, before)
         self.gpu_last[g] = job.job_id
         self.gpu_until[g] = now + dur
+        if self.gpu_lease[g] is None:
+            self._free_until(g, True)
         self._set_active(job)
         self.ctx.push(now + dur, DONE, job.job_id, g)
 
@@ -471,10 +568,14 @@ class RoundsModel(ExecutionModel):
     def _on_done(self, job: RoundJob, g: int) -> None:
         now = self.ctx.now
         before = self._held(g)
+        if self.gpu_lease[g] is None:
+            self._free_until(g, False)
         self.gpu_job[g] = None
         self._recount_busy(g, before)
         if self.gpu_lease[g] is None:
             self.job_events = True
+        if job.lease is not None:
+            self._lease_dirty[job.job_id] = job
         job.running -= 1
         job.done_in_round += 1
         job.tasks_done += 1
@@ -525,8 +626,10 @@ class RoundsModel(ExecutionModel):
         if job.round >= job.rounds:
             self._finish(job)
             return
-        job.ready = job.n
+        self._set_ready(job, job.n)
         job.release_active = job.active_total(self.ctx.now)
+        if job.lease is not None:
+            self._lease_dirty[job.job_id] = job
         self._set_active(job)
 
     def _finish(self, job: RoundJob) -> None:
@@ -536,6 +639,8 @@ class RoundsModel(ExecutionModel):
             self._drop_lease(job)
         job.finish = self.ctx.now
         self._set_active(job)
+        del self._arrived[job.spec.job_id]
+        self._lease_dirty.pop(job.spec.job_id, None)
         self._active_dirty = True
         self.job_events = True
         c = self.cluster

@@ -85,19 +85,16 @@ class _TaskPolicy(Policy):
     # ------------------------------------------------------------ dispatch
     def schedule(self, view: HareView) -> list[Any]:
         idle = view.idle_gpus()
-        jobs = [j for j in view.jobs if j.ready > 0]
-        if not idle or not jobs:
+        if not idle:
+            return []
+        jobs = view.ready_jobs
+        if not jobs:
             return []
         types = view.cluster.gpu_types
         gpu_type = view.cluster.gpu_type  # per GPU, fixed for the cluster
         idle.sort(key=lambda g: (-types[gpu_type[g]].speed, g))
         # free times of the GPUs outside any lease, per type, sorted (the guard only needs the u earliest per type)
-        free: dict[str, list[float]] = {t: [] for t in types}
-        for g in range(view.cluster.num_gpus):
-            if view.leased_by(g) is None:
-                free[gpu_type[g]].append(view.free_at(g))
-        for v in free.values():
-            v.sort()
+        free = view.free_times()
         left = {j.job_id: j.ready for j in jobs}
         deferred: set[str] = set()
         out: list[Any] = []
@@ -255,7 +252,7 @@ class HareGang(Hlas):
 
     def schedule(self, view: HareView) -> list[Any]:
         idle = set(view.idle_gpus())
-        jobs = [j for j in view.jobs if j.ready == j.n and j.running == 0]
+        jobs = [j for j in view.ready_jobs if j.ready == j.n and j.running == 0]
         if not idle or not jobs:
             return []
         self.prepare(view, jobs)

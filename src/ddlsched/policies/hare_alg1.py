@@ -71,10 +71,14 @@ class HareAlg1(Policy):
     def schedule(self, view: RoundsView) -> list[Any]:
         now = view.now
         idle = view.idle_gpus()
-        for g in idle:
-            self._idle_since.setdefault(g, now)
-        ready = [j for j in view.jobs if j.ready > 0]
-        if not idle or not ready:
+        since = self._idle_since
+        if len(since) != len(idle):  # only this policy's tasks make a GPU busy, so every key of since is idle
+            for g in set(idle).difference(since):
+                since[g] = now
+        if not idle:
+            return []
+        ready = view.ready_jobs
+        if not ready:
             return []
         if any(j.job_id not in self._h for j in ready):
             self._plan(view)
@@ -84,7 +88,7 @@ class HareAlg1(Policy):
         if self.gpu_choice == "fastest":
             return self._fastest(view, idle, ready, left)
         k = 0
-        for g in sorted(idle, key=lambda g: (self._idle_since[g], g)):
+        for g in sorted(idle, key=since.__getitem__):  # idle is ascending: stable, so by (idle since, GPU)
             while k < len(ready) and left[ready[k].job_id] == 0:
                 k += 1
             if k == len(ready):

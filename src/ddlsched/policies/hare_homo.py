@@ -12,6 +12,7 @@ task per GPU, so a job never runs two tasks of one round on the same GPU and a s
 
 from __future__ import annotations
 
+from bisect import insort
 from typing import Any, Literal
 
 from ddlsched.engine.decisions import RunTask
@@ -35,6 +36,7 @@ class SchedHomo(Policy):
     def reset(self) -> None:
         self._started: set[str] = set()
         self._idle_since: dict[int, float] = {}
+        self._order: list[tuple[float, int]] = []  # (idle since, GPU) of every idle GPU, ascending
         self._used: dict[str, tuple[int, set[int]]] = {}
         self._all: range = range(0)  # job -> (round, GPUs given a task of it in that round)
 
@@ -46,32 +48,51 @@ class SchedHomo(Policy):
         self.reset()
 
     def schedule(self, view: RoundsView) -> list[Any]:
-        idle = view.idle_gpus()
-        for g in idle:
-            self._idle_since.setdefault(g, view.now)
-        ready = [j for j in view.jobs if j.ready > 0]
-        if not idle or not ready:
+        since, order = self._idle_since, self._order
+        n_idle = view.idle_count()
+        if len(since) != n_idle:
+            # GPUs that became idle since the last pass get the time now, the latest yet, so they join the end of
+            # the (idle since, GPU) order; only this policy's tasks make a GPU busy, so every key of since is idle
+            now = view.now
+            new = sorted(set(view.idle_gpus()).difference(since))
+            for g in new:
+                since[g] = now
+            if not order or order[-1][0] < now:
+                order.extend((now, g) for g in new)
+            else:
+                for g in new:
+                    insort(order, (now, g))
+        if not n_idle:
             return []
-        if self.gpu_order == "idle":
-            idle.sort(key=lambda g: (self._idle_since[g], g))
+        ready = view.ready_jobs
+        if not ready:
+            return []
         ready.sort(key=lambda j: (j.job_id not in self._started, -j.weight / (j.rounds * j.n * j.ref_task_s),
                                   j.seq))
         if self.spread:
             self._all = range(view.cluster.num_gpus)
-            return self._spread(idle, ready)
-        out: list[Any] = []
-        k = 0
-        left = {j.job_id: j.ready for j in ready}
-        for g in idle:
-            while k < len(ready) and left[ready[k].job_id] == 0:
-                k += 1
-            if k == len(ready):
-                break
-            j = ready[k]
-            out.append(RunTask(j.job_id, g))
-            self._started.add(j.job_id)
-            del self._idle_since[g]
-            left[j.job_id] -= 1
+            idle = [g for _, g in order] if self.gpu_order == "idle" else view.idle_gpus()
+            out = self._spread(idle, ready)
+        else:
+            tasks = sum(j.ready for j in ready)  # GPUs taken: the first min(tasks, idle) of the order
+            idle = [g for _, g in order[:tasks]] if self.gpu_order == "idle" else view.idle_gpus()[:tasks]
+            out = []
+            k = 0
+            left = {j.job_id: j.ready for j in ready}
+            for g in idle:
+                while k < len(ready) and left[ready[k].job_id] == 0:
+                    k += 1
+                if k == len(ready):
+                    break
+                j = ready[k]
+                out.append(RunTask(j.job_id, g))
+                self._started.add(j.job_id)
+                del since[g]
+                left[j.job_id] -= 1
+            if self.gpu_order == "idle":
+                del order[:len(out)]
+                return out
+        order[:] = [x for x in order if x[1] in since]
         return out
 
     def _spread(self, idle: list[int], ready: list[Any]) -> list[Any]:
