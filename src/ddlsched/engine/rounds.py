@@ -199,6 +199,10 @@ class RoundsView:
     def gpu_type(self, gpu: int) -> str:
         return self._m.cluster.gpu_type[gpu]
 
+    def last_ran(self, job: RoundJobView) -> list[int]:
+        """The GPUs whose last task was one of ``job``'s (no switching overhead for it there), ascending."""
+        return sorted(self._m.last_of.get(job.job_id, ()))
+
     def switch_cost(self, job: RoundJobView, gpu: int) -> float:
         return 0.0 if self._m.gpu_last[gpu] == job.job_id else job.switch_s
 
@@ -249,6 +253,7 @@ class RoundsModel(ExecutionModel):
         self._n_active = 0
         self._idle: list[int] = list(range(G))  # ascending
         self._ready: dict[str, RoundJob] = {}  # jobs with released, unstarted tasks
+        self.last_of: dict[str, set[int]] = {}  # job -> GPUs whose last task was the job's (gpu_last inverted)
         self._ready_views: list[RoundJobView] | None = None
         self._until: dict[str, list[float]] = {t: [] for t in cluster.gpu_types}
         self._type_gpus: dict[str, int] = {t: 0 for t in cluster.gpu_types}
@@ -550,6 +555,11 @@ class RoundsModel(ExecutionModel):
         before = self._held(g)
         self.gpu_job[g] = job.job_id
         self._recount_busy(g, before)
+        prev = self.gpu_last[g]
+        if prev != job.job_id:
+            if prev is not None and prev in self.last_of:
+                self.last_of[prev].discard(g)
+            self.last_of.setdefault(job.job_id, set()).add(g)
         self.gpu_last[g] = job.job_id
         self.gpu_until[g] = now + dur
         if self.gpu_lease[g] is None:
@@ -640,6 +650,7 @@ class RoundsModel(ExecutionModel):
         job.finish = self.ctx.now
         self._set_active(job)
         del self._arrived[job.spec.job_id]
+        self.last_of.pop(job.job_id, None)
         self._lease_dirty.pop(job.spec.job_id, None)
         self._active_dirty = True
         self.job_events = True

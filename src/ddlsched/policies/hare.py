@@ -40,8 +40,9 @@ scratch on job arrivals/finishes and every ``tick_s``; jobs that stay scheduled 
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right, insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Sequence
+from itertools import islice, repeat
 from typing import Any, Literal
 
 from pydantic import NonNegativeFloat, PositiveFloat
@@ -77,6 +78,14 @@ class _TaskPolicy(Policy):
     def __init__(self, guard: bool = True, switch_s: NonNegativeFloat | None = None) -> None:
         self.guard = bool(guard)
         self.requirements = _rounds(switch_s, gang=self.gang)
+        self.reset()
+
+    def reset(self) -> None:
+        # per-run caches of values fixed for a job or the cluster (same arithmetic as computing them every pass)
+        self._rank_of: object = None
+        self._rank: list[int] = []
+        self._rel: dict[str, dict[str, float]] = {}
+        self._cap: dict[str, float] = {}
 
     # ------------------------------------------------------------ ordering hooks
     def candidates(self, view: HareView, jobs: list[TaskJob], g: int) -> list[TaskJob]:
@@ -90,12 +99,12 @@ class _TaskPolicy(Policy):
         jobs = view.ready_jobs
         if not jobs:
             return []
-        types = view.cluster.gpu_types
         gpu_type = view.cluster.gpu_type  # per GPU, fixed for the cluster
-        idle.sort(key=lambda g: (-types[gpu_type[g]].speed, g))
+        idle.sort(key=self._speed_rank(view).__getitem__)
         # free times of the GPUs outside any lease, per type, sorted (the guard only needs the u earliest per type)
         free = view.free_times()
         left = {j.job_id: j.ready for j in jobs}
+        tasks = sum(left.values())  # unstarted tasks of the jobs not deferred: none left, no later GPU takes one
         deferred: set[str] = set()
         out: list[Any] = []
         self.prepare(view, jobs)
@@ -104,6 +113,8 @@ class _TaskPolicy(Policy):
         # where the previous GPU of that type stopped instead of from the head of the order
         start: dict[str, int] = {}
         for g in idle:
+            if not tasks:
+                break
             k = gpu_type[g]
             if k not in orders:
                 orders[k], start[k] = self.candidates(view, jobs, g), 0
@@ -118,9 +129,11 @@ class _TaskPolicy(Policy):
                 fin = view.now + view.switch_cost(j, g) + view.task_time(j, g)
                 if self.guard and not self._guard_ok(j, k, fin, u, free):
                     deferred.add(j.job_id)
+                    tasks -= u
                     continue
                 out.append(RunTask(j.job_id, g))
                 left[j.job_id] -= 1
+                tasks -= 1
                 lst = free[k]
                 lst.pop(0)  # the earliest slot of this type is this idle GPU
                 insort(lst, fin)
@@ -129,6 +142,19 @@ class _TaskPolicy(Policy):
 
     def prepare(self, view: HareView, jobs: list[TaskJob]) -> None:
         """Per-call precomputation (e.g. queue indices)."""
+
+    def _speed_rank(self, view: HareView) -> list[int]:
+        """Per GPU, its place in the dispatch order: descending default speed of its type, then index (cached for
+        the run's cluster)."""
+        c = view.cluster
+        if self._rank_of is not c:
+            types, gpu_type = c.gpu_types, c.gpu_type
+            order = sorted(range(c.num_gpus), key=lambda g: (-types[gpu_type[g]].speed, g))
+            rank = [0] * c.num_gpus
+            for i, g in enumerate(order):
+                rank[g] = i
+            self._rank_of, self._rank = c, rank
+        return self._rank
 
     @staticmethod
     def _guard_ok(j: TaskJob, k: str, fin: float, u: int, free: dict[str, list[float]]) -> bool:
@@ -179,7 +205,9 @@ class HareOffline(_TaskPolicy):
         self.remaining = bool(remaining)
 
     def _size(self, view: HareView, j: TaskJob) -> float:
-        cap = sum(1.0 / view.task_time(j, g) for g in range(view.cluster.num_gpus))
+        cap = self._cap.get(j.job_id)
+        if cap is None:  # fixed for the job
+            cap = self._cap[j.job_id] = sum(1.0 / view.task_time(j, g) for g in range(view.cluster.num_gpus))
         rounds = j.remaining_rounds if self.remaining else j.rounds
         return rounds * (j.n / cap + j.sync_s)
 
@@ -224,7 +252,11 @@ class Hlas(_TaskPolicy):
         if self.tie_break == "fifo":
             return sorted(jobs, key=lambda j: (q[j.job_id], j.seq))
         k = view.gpu_type(g)
-        return sorted(jobs, key=lambda j: (q[j.job_id], -_rel_speed(j, k), j.seq))
+        rel = self._rel
+        for j in jobs:
+            if j.job_id not in rel:  # fixed for the job
+                rel[j.job_id] = {t: _rel_speed(j, t) for t in j.task_s}
+        return sorted(jobs, key=lambda j: (q[j.job_id], -rel[j.job_id][k], j.seq))
 
 
 @register
@@ -251,19 +283,44 @@ class HareGang(Hlas):
     gang = True
 
     def schedule(self, view: HareView) -> list[Any]:
-        idle = set(view.idle_gpus())
+        idle = view.idle_gpus()
+        if not idle:
+            return []
         jobs = [j for j in view.ready_jobs if j.ready == j.n and j.running == 0]
-        if not idle or not jobs:
+        if not jobs:
             return []
         self.prepare(view, jobs)
+        gpu_type = view.cluster.gpu_type
+        by_type: dict[str, list[int]] = {}  # idle GPUs per type, ascending
+        for g in idle:
+            by_type.setdefault(gpu_type[g], []).append(g)
+        free = set(idle)
         out: list[Any] = []
         for j in sorted(jobs, key=lambda j: (self._q[j.job_id], j.seq)):
-            if j.n > len(idle):
+            if j.n > len(free):
                 continue
-            pick = sorted(idle, key=lambda g: (view.switch_cost(j, g) + view.task_time(j, g), g))[: j.n]
+            pick = self._fastest(j, by_type, free, gpu_type, view.last_ran(j))
             out.extend(RunTask(j.job_id, g) for g in pick)
-            idle.difference_update(pick)
+            free.difference_update(pick)
+            for g in pick:
+                lst = by_type[gpu_type[g]]
+                del lst[bisect_left(lst, g)]
         return out
+
+    @staticmethod
+    def _fastest(j: TaskJob, by_type: dict[str, list[int]], free: set[int], gpu_type: Sequence[str],
+                 last: list[int]) -> list[int]:
+        """The j.n idle GPUs with the smallest (switching overhead + task time for j, GPU index): the idle GPUs
+        ordered by that key, merged from one ascending run per type (overhead ``switch_s``) and one of the GPUs
+        whose last task was j's (no overhead), cut at j.n."""
+        own = [g for g in last if g in free]
+        own_set = set(own)
+        s, task_s = j.switch_s, j.task_s
+        runs: list[Any] = [sorted((0.0 + task_s[gpu_type[g]], g) for g in own)]
+        for t, gs in by_type.items():
+            if gs:
+                runs.append(zip(repeat(s + task_s[t]), (g for g in gs if g not in own_set)))
+        return [g for _, g in islice(heapq.merge(*runs), j.n)]
 
 
 # ------------------------------------------------------------------ gang lease baselines
