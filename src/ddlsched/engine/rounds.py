@@ -132,6 +132,7 @@ class RoundJobView:
     last_service_s = property(lambda self: self._j.last_service_s, doc="length of its last active stretch")
     wait_since = property(lambda self: self._j.wait_since, doc="when its current inactive stretch began")
     lease = property(lambda self: self._j.lease, doc="GPUs leased to the job (gang policies), or None")
+    finished = property(lambda self: self._j.finish is not None, doc="the job has completed")
 
     @property
     def remaining_ref_s(self) -> float:
@@ -161,6 +162,11 @@ class RoundsView:
         """Every job of the run that can run on this cluster, future arrivals included, in arrival order — for
         offline (clairvoyant) policies only, such as ``hare-alg1``."""
         return self._m.all_views()
+
+    @property
+    def finished_count(self) -> int:
+        """How many jobs have completed so far (changes exactly when one finishes)."""
+        return self._m.finished_count
 
     @property
     def job_events(self) -> bool:
@@ -253,6 +259,7 @@ class RoundsModel(ExecutionModel):
         self._n_active = 0
         self._idle: list[int] = list(range(G))  # ascending
         self._ready: dict[str, RoundJob] = {}  # jobs with released, unstarted tasks
+        self.finished_count = 0
         self.last_of: dict[str, set[int]] = {}  # job -> GPUs whose last task was the job's (gpu_last inverted)
         self._ready_views: list[RoundJobView] | None = None
         self._until: dict[str, list[float]] = {t: [] for t in cluster.gpu_types}
@@ -650,6 +657,7 @@ class RoundsModel(ExecutionModel):
         job.finish = self.ctx.now
         self._set_active(job)
         del self._arrived[job.spec.job_id]
+        self.finished_count += 1
         self.last_of.pop(job.job_id, None)
         self._lease_dirty.pop(job.spec.job_id, None)
         self._active_dirty = True
