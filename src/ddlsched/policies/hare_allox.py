@@ -147,11 +147,11 @@ class Allox(Policy):
             g = gpu_of[j.job_id]
             if view.running_on(g) is None:
                 out.append(RunTask(j.job_id, g))
-        idle = [g for g in view.idle_gpus() if g not in owner]
-        if not idle:
-            return out
         waiting = [j for j in ready if j.job_id not in gpu_of]  # never started, so all of them are ready
         if not waiting:
+            return out
+        idle = [g for g in view.idle_gpus() if g not in owner]
+        if not idle:
             return out
         key = (len(waiting), max(j.seq for j in waiting), tuple(idle))
         if key != self._seen:  # re-match when the waiting jobs or the idle GPUs change
