@@ -87,6 +87,8 @@ class RoundJob(JobState):
     release_active: float = 0.0
     gpus_used: set[int] = field(default_factory=set)
     round_gpus: list[int] = field(default_factory=list)
+    sync_gpus: tuple[int, ...] | None = None  # the distinct GPUs of its last synchronised round, and
+    sync_base: float = 0.0  # that round's sync_alone (a gang job syncs on the same GPUs round after round)
 
     @property
     def done(self) -> bool:
@@ -177,6 +179,10 @@ class RoundsView:
         """GPUs with no running task and no lease, ascending (a new list)."""
         return list(self._m.idle_sorted())
 
+    def idle_by_type(self) -> dict[str, list[int]]:
+        """The idle GPUs per GPU type, ascending (new lists; every type of the cluster, possibly empty)."""
+        return {t: list(gs) for t, gs in self._m._idle_t.items()}
+
     def idle_count(self) -> int:
         """How many GPUs have no running task and no lease."""
         return len(self._m.idle_sorted())
@@ -204,6 +210,12 @@ class RoundsView:
 
     def gpu_type(self, gpu: int) -> str:
         return self._m.cluster.gpu_type[gpu]
+
+    def freed_since(self, mark: int) -> tuple[list[int], int]:
+        """The GPUs that became idle (no task, no lease) after ``mark`` (0 at the start of a run), in order —
+        a GPU may since have been taken again — and the mark to pass next time."""
+        log = self._m.freed
+        return log[mark:], len(log)
 
     def last_ran(self, job: RoundJobView) -> list[int]:
         """The GPUs whose last task was one of ``job``'s (no switching overhead for it there), ascending."""
@@ -258,8 +270,12 @@ class RoundsModel(ExecutionModel):
         self._active_dirty = True
         self._n_active = 0
         self._idle: list[int] = list(range(G))  # ascending
+        self._idle_t: dict[str, list[int]] = {t: [] for t in cluster.gpu_types}  # the same, per GPU type
+        for g in range(G):
+            self._idle_t[cluster.gpu_type[g]].append(g)
         self._ready: dict[str, RoundJob] = {}  # jobs with released, unstarted tasks
         self.finished_count = 0
+        self.freed: list[int] = []  # every GPU that became idle, in order (RoundsView.freed_since)
         self.last_of: dict[str, set[int]] = {}  # job -> GPUs whose last task was the job's (gpu_last inverted)
         self._ready_views: list[RoundJobView] | None = None
         self._until: dict[str, list[float]] = {t: [] for t in cluster.gpu_types}
@@ -483,11 +499,14 @@ class RoundsModel(ExecutionModel):
         after = self.gpu_job[g] is not None or self.gpu_lease[g] is not None
         if after != before:
             self._busy += int(after) - int(before)
-            idle = self._idle
+            idle, idle_t = self._idle, self._idle_t[self.cluster.gpu_type[g]]
             if after:
                 del idle[bisect_left(idle, g)]
+                del idle_t[bisect_left(idle_t, g)]
             else:
                 insort(idle, g)
+                insort(idle_t, g)
+                self.freed.append(g)
 
     def _free_until(self, g: int, busy: bool) -> None:
         """GPU g, outside any lease, starts (busy) or stops running a task ending at ``gpu_until[g]``."""
@@ -559,20 +578,24 @@ class RoundsModel(ExecutionModel):
         job.round_gpus.append(g)
         if job.first_start is None:
             job.first_start = now
-        before = self._held(g)
         self.gpu_job[g] = job.job_id
-        self._recount_busy(g, before)
         prev = self.gpu_last[g]
         if prev != job.job_id:
             if prev is not None and prev in self.last_of:
                 self.last_of[prev].discard(g)
             self.last_of.setdefault(job.job_id, set()).add(g)
         self.gpu_last[g] = job.job_id
-        self.gpu_until[g] = now + dur
-        if self.gpu_lease[g] is None:
-            self._free_until(g, True)
+        until = self.gpu_until[g] = now + dur
+        if self.gpu_lease[g] is None:  # an idle GPU becomes busy (as _recount_busy and _free_until would do)
+            self._busy += 1
+            t = self.cluster.gpu_type[g]
+            idle = self._idle
+            del idle[bisect_left(idle, g)]
+            idle = self._idle_t[t]
+            del idle[bisect_left(idle, g)]
+            insort(self._until[t], until)
         self._set_active(job)
-        self.ctx.push(now + dur, DONE, job.job_id, g)
+        self.ctx.push(until, DONE, job.job_id, g)
 
     def _run_lease(self, job: RoundJob) -> None:
         if job.lease is None or job.ready != job.n or job.running:
@@ -584,12 +607,15 @@ class RoundsModel(ExecutionModel):
 
     def _on_done(self, job: RoundJob, g: int) -> None:
         now = self.ctx.now
-        before = self._held(g)
-        if self.gpu_lease[g] is None:
-            self._free_until(g, False)
         self.gpu_job[g] = None
-        self._recount_busy(g, before)
-        if self.gpu_lease[g] is None:
+        if self.gpu_lease[g] is None:  # the GPU becomes idle (as _recount_busy and _free_until would do)
+            t = self.cluster.gpu_type[g]
+            lst = self._until[t]
+            del lst[bisect_left(lst, self.gpu_until[g])]
+            self._busy -= 1
+            insort(self._idle, g)
+            insort(self._idle_t[t], g)
+            self.freed.append(g)
             self.job_events = True
         if job.lease is not None:
             self._lease_dirty[job.job_id] = job
@@ -604,9 +630,12 @@ class RoundsModel(ExecutionModel):
                 raise SimulationError(f"{job.job_id}: round {job.round} complete with tasks outstanding")
             job.last_gpus = tuple(job.round_gpus)
             self._mech["rounds"] += 1
-            if len(set(job.round_gpus)) < job.n:
+            gs = tuple(sorted(set(job.round_gpus)))
+            if len(gs) < job.n:
                 self._mech["relaxed_rounds"] += 1
-            sync = job.scale * self.sync_alone(job.profile, job.round_gpus)
+            if gs != job.sync_gpus:  # sync_alone is a pure function of the profile and the GPUs
+                job.sync_gpus, job.sync_base = gs, self.sync_alone(job.profile, gs)
+            sync = job.scale * job.sync_base
             self._account_round(job, self.gpu_task[g], sync)
             job.round_gpus = []
             job.syncing = True

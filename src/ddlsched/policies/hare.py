@@ -291,9 +291,7 @@ class HareGang(Hlas):
             return []
         self.prepare(view, jobs)
         gpu_type = view.cluster.gpu_type
-        by_type: dict[str, list[int]] = {}  # idle GPUs per type, ascending
-        for g in idle:
-            by_type.setdefault(gpu_type[g], []).append(g)
+        by_type = view.idle_by_type()  # idle GPUs per type, ascending
         free = set(idle)
         out: list[Any] = []
         for j in sorted(jobs, key=lambda j: (self._q[j.job_id], j.seq)):

@@ -37,6 +37,7 @@ class SchedHomo(Policy):
         self._started: set[str] = set()
         self._idle_since: dict[int, float] = {}
         self._order: list[tuple[float, int]] = []  # (idle since, GPU) of every idle GPU, ascending
+        self._mark: int | None = None  # position in the model's log of freed GPUs (None: before the first pass)
         self._used: dict[str, tuple[int, set[int]]] = {}
         self._all: range = range(0)  # job -> (round, GPUs given a task of it in that round)
 
@@ -52,9 +53,16 @@ class SchedHomo(Policy):
         n_idle = view.idle_count()
         if len(since) != n_idle:
             # GPUs that became idle since the last pass get the time now, the latest yet, so they join the end of
-            # the (idle since, GPU) order; only this policy's tasks make a GPU busy, so every key of since is idle
+            # the (idle since, GPU) order; only this policy's tasks make a GPU busy, so every key of since is idle,
+            # and an idle GPU missing from it was freed after the last pass (in the model's log past the mark)
             now = view.now
-            new = sorted(set(view.idle_gpus()).difference(since))
+            if self._mark is None:
+                new = sorted(set(view.idle_gpus()).difference(since))
+                _, self._mark = view.freed_since(0)
+            else:
+                freed, self._mark = view.freed_since(self._mark)
+                new = sorted({g for g in freed if g not in since and view.running_on(g) is None
+                              and view.leased_by(g) is None})
             for g in new:
                 since[g] = now
             if not order or order[-1][0] < now:
