@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import islice, repeat
 from typing import Any, Literal
 
@@ -82,8 +82,8 @@ class _TaskPolicy(Policy):
 
     def reset(self) -> None:
         # per-run caches of values fixed for a job or the cluster (same arithmetic as computing them every pass)
-        self._rank_of: object = None
-        self._rank: list[int] = []
+        self._groups_of: object = None
+        self._groups: list[list[str]] = []
         self._rel: dict[str, dict[str, float]] = {}
         self._cap: dict[str, float] = {}
 
@@ -93,16 +93,17 @@ class _TaskPolicy(Policy):
 
     # ------------------------------------------------------------ dispatch
     def schedule(self, view: HareView) -> list[Any]:
-        idle = view.idle_gpus()
-        if not idle:
+        if not view.idle_count():
             return []
         jobs = view.ready_jobs
         if not jobs:
             return []
         gpu_type = view.cluster.gpu_type  # per GPU, fixed for the cluster
-        idle.sort(key=self._speed_rank(view).__getitem__)
-        # free times of the GPUs outside any lease, per type, sorted (the guard only needs the u earliest per type)
-        free = view.free_times()
+        groups = self._speed_groups(view)
+        # free times of the GPUs outside any lease, per type, sorted (the guard only needs the u earliest per type);
+        # on a cluster of one GPU type no type is faster, so the guard always passes and never reads them
+        guard = self.guard and len(view.cluster.gpu_types) > 1
+        free = view.free_times() if guard else {}
         left = {j.job_id: j.ready for j in jobs}
         tasks = sum(left.values())  # unstarted tasks of the jobs not deferred: none left, no later GPU takes one
         deferred: set[str] = set()
@@ -112,7 +113,7 @@ class _TaskPolicy(Policy):
         # a job skipped once stays skipped for this call (no tasks left, or deferred), so each type's scan resumes
         # where the previous GPU of that type stopped instead of from the head of the order
         start: dict[str, int] = {}
-        for g in idle:
+        for g in self._idle_in_order(view, groups):
             if not tasks:
                 break
             k = gpu_type[g]
@@ -127,34 +128,42 @@ class _TaskPolicy(Policy):
                 if u <= 0 or j.job_id in deferred:
                     continue
                 fin = view.now + view.switch_cost(j, g) + view.task_time(j, g)
-                if self.guard and not self._guard_ok(j, k, fin, u, free):
+                if guard and not self._guard_ok(j, k, fin, u, free):
                     deferred.add(j.job_id)
                     tasks -= u
                     continue
                 out.append(RunTask(j.job_id, g))
                 left[j.job_id] -= 1
                 tasks -= 1
-                lst = free[k]
-                lst.pop(0)  # the earliest slot of this type is this idle GPU
-                insort(lst, fin)
+                if guard:
+                    lst = free[k]
+                    lst.pop(0)  # the earliest slot of this type is this idle GPU
+                    insort(lst, fin)
                 break
         return out
 
     def prepare(self, view: HareView, jobs: list[TaskJob]) -> None:
         """Per-call precomputation (e.g. queue indices)."""
 
-    def _speed_rank(self, view: HareView) -> list[int]:
-        """Per GPU, its place in the dispatch order: descending default speed of its type, then index (cached for
-        the run's cluster)."""
+    def _speed_groups(self, view: HareView) -> list[list[str]]:
+        """The cluster's GPU types by descending default speed, types of equal speed together (cached per run)."""
         c = view.cluster
-        if self._rank_of is not c:
-            types, gpu_type = c.gpu_types, c.gpu_type
-            order = sorted(range(c.num_gpus), key=lambda g: (-types[gpu_type[g]].speed, g))
-            rank = [0] * c.num_gpus
-            for i, g in enumerate(order):
-                rank[g] = i
-            self._rank_of, self._rank = c, rank
-        return self._rank
+        if self._groups_of is not c:
+            by_speed: dict[float, list[str]] = {}
+            for t, gt in c.gpu_types.items():
+                by_speed.setdefault(gt.speed, []).append(t)
+            self._groups_of, self._groups = c, [by_speed[v] for v in sorted(by_speed, reverse=True)]
+        return self._groups
+
+    @staticmethod
+    def _idle_in_order(view: HareView, groups: list[list[str]]) -> Iterator[int]:
+        """The idle GPUs in dispatch order — descending default speed of their type, then index — lazily."""
+        by_type = view.idle_by_type()
+        for group in groups:
+            if len(group) == 1:
+                yield from by_type[group[0]]
+            else:
+                yield from heapq.merge(*(by_type[t] for t in group))
 
     @staticmethod
     def _guard_ok(j: TaskJob, k: str, fin: float, u: int, free: dict[str, list[float]]) -> bool:
