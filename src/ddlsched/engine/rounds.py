@@ -87,6 +87,7 @@ class RoundJob(JobState):
     release_active: float = 0.0
     gpus_used: set[int] = field(default_factory=set)
     round_gpus: list[int] = field(default_factory=list)
+    on_gpus: set[int] = field(default_factory=set)  # GPUs running one of its tasks now
     sync_gpus: tuple[int, ...] | None = None  # the distinct GPUs of its last synchronised round, and
     sync_base: float = 0.0  # that round's sync_alone (a gang job syncs on the same GPUs round after round)
 
@@ -135,6 +136,7 @@ class RoundJobView:
     wait_since = property(lambda self: self._j.wait_since, doc="when its current inactive stretch began")
     lease = property(lambda self: self._j.lease, doc="GPUs leased to the job (gang policies), or None")
     finished = property(lambda self: self._j.finish is not None, doc="the job has completed")
+    running_gpus = property(lambda self: tuple(sorted(self._j.on_gpus)), doc="GPUs running one of its tasks now")
 
     @property
     def remaining_ref_s(self) -> float:
@@ -178,6 +180,10 @@ class RoundsView:
     def idle_gpus(self) -> list[int]:
         """GPUs with no running task and no lease, ascending (a new list)."""
         return list(self._m.idle_sorted())
+
+    def running_gpus(self) -> set[int]:
+        """The GPUs running a task (a new set)."""
+        return set(self._m.tasked)
 
     def idle_by_type(self) -> dict[str, list[int]]:
         """The idle GPUs per GPU type, ascending (new lists; every type of the cluster, possibly empty)."""
@@ -275,6 +281,7 @@ class RoundsModel(ExecutionModel):
             self._idle_t[cluster.gpu_type[g]].append(g)
         self._ready: dict[str, RoundJob] = {}  # jobs with released, unstarted tasks
         self.finished_count = 0
+        self.tasked: set[int] = set()  # GPUs running a task
         self.freed: list[int] = []  # every GPU that became idle, in order (RoundsView.freed_since)
         self.last_of: dict[str, set[int]] = {}  # job -> GPUs whose last task was the job's (gpu_last inverted)
         self._ready_views: list[RoundJobView] | None = None
@@ -579,6 +586,8 @@ class RoundsModel(ExecutionModel):
         if job.first_start is None:
             job.first_start = now
         self.gpu_job[g] = job.job_id
+        self.tasked.add(g)
+        job.on_gpus.add(g)
         prev = self.gpu_last[g]
         if prev != job.job_id:
             if prev is not None and prev in self.last_of:
@@ -608,6 +617,8 @@ class RoundsModel(ExecutionModel):
     def _on_done(self, job: RoundJob, g: int) -> None:
         now = self.ctx.now
         self.gpu_job[g] = None
+        self.tasked.discard(g)
+        job.on_gpus.discard(g)
         if self.gpu_lease[g] is None:  # the GPU becomes idle (as _recount_busy and _free_until would do)
             t = self.cluster.gpu_type[g]
             lst = self._until[t]

@@ -359,25 +359,37 @@ class _GangLease(Policy):
             return []
         order = sorted(jobs, key=lambda j: (self.key(view, j), j.seq))
         G = view.cluster.num_gpus
-        # GPUs usable for the plan: not running a task of a job that will lose its lease (still busy)
-        busy_other = {g for g in range(G) if view.running_on(g) is not None}
+        # GPUs usable for the plan: not running a task of a job that will lose its lease (still busy); a job may
+        # also use the GPUs running its own tasks. cand: the free GPUs running no task, ascending, kept in step
+        # with free
+        busy = view.running_gpus()
         free = set(range(G))
+        cand = sorted(free.difference(busy))
         keep: dict[str, tuple[int, ...]] = {}
         new: dict[str, tuple[int, ...]] = {}
+
+        def take(gpus: Sequence[int]) -> None:
+            free.difference_update(gpus)
+            for g in gpus:
+                i = bisect_left(cand, g)
+                if i < len(cand) and cand[i] == g:
+                    del cand[i]
+
         for j in order:
             if j.n > len(free):
                 continue
             if j.lease is not None and set(j.lease) <= free:
                 keep[j.job_id] = j.lease
-                free.difference_update(j.lease)
+                take(j.lease)
                 continue
-            avail = sorted(g for g in free if g not in busy_other or view.running_on(g) == j.job_id)
+            own = [g for g in j.running_gpus if g in free]
+            avail = sorted(cand + own) if own else cand
             pick = self.place(view, j, avail)
             if pick is None:
-                free.difference_update(avail[: j.n])  # reserve (no backfill past a blocked higher-priority job)
+                take(avail[: j.n])  # reserve (no backfill past a blocked higher-priority job)
                 continue
             new[j.job_id] = pick
-            free.difference_update(pick)
+            take(pick)
         out: list[Any] = [Preempt(j.job_id) for j in jobs if j.lease is not None and j.job_id not in keep]
         out.extend(Start(jid, gpus) for jid, gpus in new.items())
         out.append(WakeAt(self._next))
@@ -386,7 +398,7 @@ class _GangLease(Policy):
     def place(self, view: HareView, j: TaskJob, avail: list[int]) -> tuple[int, ...] | None:
         if len(avail) < j.n:
             return None
-        if not self.hetero_aware:
+        if not self.hetero_aware or len(view.cluster.gpu_types) == 1:  # one type: the fastest fitting is the only
             return tuple(avail[: j.n])
         by_type: dict[str, list[int]] = {}
         for g in avail:
