@@ -24,6 +24,7 @@ from ddlsched.engine.rounds import RoundsView
 from ddlsched.errors import ConfigError
 from ddlsched.policies.base import Policy
 from ddlsched.policies.hare_lp import RelaxJob, relax
+from ddlsched.policies.idle_order import IdleOrder
 from ddlsched.policies.registry import register
 
 
@@ -48,7 +49,7 @@ class HareAlg1(Policy):
 
     def reset(self) -> None:
         self._h: dict[str, list[float]] = {}
-        self._idle_since: dict[int, float] = {}
+        self._idle = IdleOrder()
         self._mech = {"relaxation_lp": 0, "relaxation_greedy": 0}
 
     def mechanisms(self) -> dict[str, float]:
@@ -69,13 +70,7 @@ class HareAlg1(Policy):
             self._h[j.job_id] = [x + half for x in xs[j.job_id]]
 
     def schedule(self, view: RoundsView) -> list[Any]:
-        now = view.now
-        idle = view.idle_gpus()
-        since = self._idle_since
-        if len(since) != len(idle):  # only this policy's tasks make a GPU busy, so every key of since is idle
-            for g in set(idle).difference(since):
-                since[g] = now
-        if not idle:
+        if not self._idle.update(view):
             return []
         ready = view.ready_jobs
         if not ready:
@@ -86,9 +81,11 @@ class HareAlg1(Policy):
         left = {j.job_id: j.ready for j in ready}
         out: list[Any] = []
         if self.gpu_choice == "fastest":
-            return self._fastest(view, idle, ready, left)
+            out = self._fastest(view, view.idle_gpus(), ready, left)
+            self._idle.taken()
+            return out
         k = 0
-        for g in sorted(idle, key=since.__getitem__):  # idle is ascending: stable, so by (idle since, GPU)
+        for g in self._idle.first(sum(left.values())):  # by (idle since, GPU); as many as there are tasks
             while k < len(ready) and left[ready[k].job_id] == 0:
                 k += 1
             if k == len(ready):
@@ -96,7 +93,8 @@ class HareAlg1(Policy):
             j = ready[k]
             out.append(RunTask(j.job_id, g))
             left[j.job_id] -= 1
-            del self._idle_since[g]
+            del self._idle.since[g]
+        self._idle.taken(prefix=len(out))
         return out
 
     def _fastest(self, view: RoundsView, idle: list[int], ready: list[Any], left: dict[str, int]) -> list[Any]:
@@ -104,11 +102,11 @@ class HareAlg1(Policy):
         out: list[Any] = []
         for j in ready:
             while left[j.job_id] > 0 and free:
-                g = min(free, key=lambda g: (view.task_time(j, g), self._idle_since[g], g))
+                g = min(free, key=lambda g: (view.task_time(j, g), self._idle.since[g], g))
                 out.append(RunTask(j.job_id, g))
                 left[j.job_id] -= 1
                 free.discard(g)
-                del self._idle_since[g]
+                del self._idle.since[g]
             if not free:
                 break
         return out

@@ -12,7 +12,6 @@ task per GPU, so a job never runs two tasks of one round on the same GPU and a s
 
 from __future__ import annotations
 
-from bisect import insort
 from typing import Any, Literal
 
 from ddlsched.engine.decisions import RunTask
@@ -20,6 +19,7 @@ from ddlsched.engine.model import Requirements
 from ddlsched.engine.rounds import RoundsView
 from ddlsched.errors import ConfigError
 from ddlsched.policies.base import Policy
+from ddlsched.policies.idle_order import IdleOrder
 from ddlsched.policies.registry import register
 
 
@@ -35,9 +35,7 @@ class SchedHomo(Policy):
 
     def reset(self) -> None:
         self._started: set[str] = set()
-        self._idle_since: dict[int, float] = {}
-        self._order: list[tuple[float, int]] = []  # (idle since, GPU) of every idle GPU, ascending
-        self._mark: int | None = None  # position in the model's log of freed GPUs (None: before the first pass)
+        self._idle = IdleOrder()
         self._used: dict[str, tuple[int, set[int]]] = {}
         self._all: range = range(0)  # job -> (round, GPUs given a task of it in that round)
 
@@ -49,27 +47,8 @@ class SchedHomo(Policy):
         self.reset()
 
     def schedule(self, view: RoundsView) -> list[Any]:
-        since, order = self._idle_since, self._order
-        n_idle = view.idle_count()
-        if len(since) != n_idle:
-            # GPUs that became idle since the last pass get the time now, the latest yet, so they join the end of
-            # the (idle since, GPU) order; only this policy's tasks make a GPU busy, so every key of since is idle,
-            # and an idle GPU missing from it was freed after the last pass (in the model's log past the mark)
-            now = view.now
-            if self._mark is None:
-                new = sorted(set(view.idle_gpus()).difference(since))
-                _, self._mark = view.freed_since(0)
-            else:
-                freed, self._mark = view.freed_since(self._mark)
-                new = sorted({g for g in freed if g not in since and view.running_on(g) is None
-                              and view.leased_by(g) is None})
-            for g in new:
-                since[g] = now
-            if not order or order[-1][0] < now:
-                order.extend((now, g) for g in new)
-            else:
-                for g in new:
-                    insort(order, (now, g))
+        n_idle = self._idle.update(view)
+        since = self._idle.since
         if not n_idle:
             return []
         ready = view.ready_jobs
@@ -79,11 +58,11 @@ class SchedHomo(Policy):
                                   j.seq))
         if self.spread:
             self._all = range(view.cluster.num_gpus)
-            idle = [g for _, g in order] if self.gpu_order == "idle" else view.idle_gpus()
+            idle = self._idle.first() if self.gpu_order == "idle" else view.idle_gpus()
             out = self._spread(idle, ready)
         else:
             tasks = sum(j.ready for j in ready)  # GPUs taken: the first min(tasks, idle) of the order
-            idle = [g for _, g in order[:tasks]] if self.gpu_order == "idle" else view.idle_gpus()[:tasks]
+            idle = self._idle.first(tasks) if self.gpu_order == "idle" else view.idle_gpus()[:tasks]
             out = []
             k = 0
             left = {j.job_id: j.ready for j in ready}
@@ -98,9 +77,9 @@ class SchedHomo(Policy):
                 del since[g]
                 left[j.job_id] -= 1
             if self.gpu_order == "idle":
-                del order[:len(out)]
+                self._idle.taken(prefix=len(out))
                 return out
-        order[:] = [x for x in order if x[1] in since]
+        self._idle.taken()
         return out
 
     def _spread(self, idle: list[int], ready: list[Any]) -> list[Any]:
@@ -118,7 +97,7 @@ class SchedHomo(Policy):
                 used.add(g)
                 free.remove(g)
                 self._started.add(j.job_id)
-                del self._idle_since[g]
+                del self._idle.since[g]
             if not free:
                 break
         return out
