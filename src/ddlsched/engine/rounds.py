@@ -32,8 +32,10 @@ other tasks or running fewer tasks at a time — as sharing.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
@@ -50,6 +52,7 @@ from ddlsched.workload.profiles import ModelCatalog, ModelProfile
 
 DONE, RELEASE = 0, 1
 _EPS = 1e-9
+_seq = attrgetter("seq")
 
 
 @dataclass(slots=True, eq=False)
@@ -84,6 +87,9 @@ class RoundJob(JobState):
     release_active: float = 0.0
     gpus_used: set[int] = field(default_factory=set)
     round_gpus: list[int] = field(default_factory=list)
+    on_gpus: set[int] = field(default_factory=set)  # GPUs running one of its tasks now
+    sync_gpus: tuple[int, ...] | None = None  # the distinct GPUs of its last synchronised round, and
+    sync_base: float = 0.0  # that round's sync_alone (a gang job syncs on the same GPUs round after round)
 
     @property
     def done(self) -> bool:
@@ -129,6 +135,8 @@ class RoundJobView:
     last_service_s = property(lambda self: self._j.last_service_s, doc="length of its last active stretch")
     wait_since = property(lambda self: self._j.wait_since, doc="when its current inactive stretch began")
     lease = property(lambda self: self._j.lease, doc="GPUs leased to the job (gang policies), or None")
+    finished = property(lambda self: self._j.finish is not None, doc="the job has completed")
+    running_gpus = property(lambda self: tuple(sorted(self._j.on_gpus)), doc="GPUs running one of its tasks now")
 
     @property
     def remaining_ref_s(self) -> float:
@@ -160,14 +168,39 @@ class RoundsView:
         return self._m.all_views()
 
     @property
+    def finished_count(self) -> int:
+        """How many jobs have completed so far (changes exactly when one finishes)."""
+        return self._m.finished_count
+
+    @property
     def job_events(self) -> bool:
         """A job arrived or finished, or a GPU outside any lease became idle, since the last pass."""
         return self._m.job_events
 
     def idle_gpus(self) -> list[int]:
-        """GPUs with no running task and no lease, ascending."""
-        m = self._m
-        return [g for g in range(m.cluster.num_gpus) if m.gpu_job[g] is None and m.gpu_lease[g] is None]
+        """GPUs with no running task and no lease, ascending (a new list)."""
+        return list(self._m.idle_sorted())
+
+    def running_gpus(self) -> set[int]:
+        """The GPUs running a task (a new set)."""
+        return set(self._m.tasked)
+
+    def idle_by_type(self) -> dict[str, list[int]]:
+        """The idle GPUs per GPU type, ascending (new lists; every type of the cluster, possibly empty)."""
+        return {t: list(gs) for t, gs in self._m._idle_t.items()}
+
+    def idle_count(self) -> int:
+        """How many GPUs have no running task and no lease."""
+        return len(self._m.idle_sorted())
+
+    @property
+    def ready_jobs(self) -> list[RoundJobView]:
+        """The jobs of :attr:`jobs` with released, unstarted tasks (``ready > 0``), in arrival order."""
+        return self._m.ready_views()
+
+    def free_times(self) -> dict[str, list[float]]:
+        """Per GPU type, :meth:`free_at` of its GPUs outside any lease, ascending (new lists)."""
+        return self._m.free_times()
 
     def running_on(self, gpu: int) -> str | None:
         """Id of the job whose task runs on ``gpu``, or None."""
@@ -183,6 +216,16 @@ class RoundsView:
 
     def gpu_type(self, gpu: int) -> str:
         return self._m.cluster.gpu_type[gpu]
+
+    def freed_since(self, mark: int) -> tuple[list[int], int]:
+        """The GPUs that became idle (no task, no lease) after ``mark`` (0 at the start of a run), in order —
+        a GPU may since have been taken again — and the mark to pass next time."""
+        log = self._m.freed
+        return log[mark:], len(log)
+
+    def last_ran(self, job: RoundJobView) -> list[int]:
+        """The GPUs whose last task was one of ``job``'s (no switching overhead for it there), ascending."""
+        return sorted(self._m.last_of.get(job.job_id, ()))
 
     def switch_cost(self, job: RoundJobView, gpu: int) -> float:
         return 0.0 if self._m.gpu_last[gpu] == job.job_id else job.switch_s
@@ -224,8 +267,30 @@ class RoundsModel(ExecutionModel):
         self.jobs: dict[str, RoundJob] = {}
         self.views: dict[str, RoundJobView] = {}
         self.job_events = True
+        # incremental state (docs/engine.md, "Rounds model: incremental bookkeeping"): the arrived, unfinished
+        # jobs in arrival order, how many of them are active, the idle GPUs, the busy unleased GPUs' end times per
+        # type, and the leased jobs whose lease may start a round at the next pass
+        self._arrived: dict[str, RoundJob] = {}
         self._active: list[RoundJob] = []
+        self._active_views: list[RoundJobView] = []
         self._active_dirty = True
+        self._n_active = 0
+        self._idle: list[int] = list(range(G))  # ascending
+        self._idle_t: dict[str, list[int]] = {t: [] for t in cluster.gpu_types}  # the same, per GPU type
+        for g in range(G):
+            self._idle_t[cluster.gpu_type[g]].append(g)
+        self._ready: dict[str, RoundJob] = {}  # jobs with released, unstarted tasks
+        self.finished_count = 0
+        self.tasked: set[int] = set()  # GPUs running a task
+        self.freed: list[int] = []  # every GPU that became idle, in order (RoundsView.freed_since)
+        self.last_of: dict[str, set[int]] = {}  # job -> GPUs whose last task was the job's (gpu_last inverted)
+        self._ready_views: list[RoundJobView] | None = None
+        self._until: dict[str, list[float]] = {t: [] for t in cluster.gpu_types}
+        self._type_gpus: dict[str, int] = {t: 0 for t in cluster.gpu_types}
+        for g in range(G):
+            self._type_gpus[cluster.gpu_type[g]] += 1
+        self._n_leased = {t: 0 for t in cluster.gpu_types}  # leased GPUs per type
+        self._lease_dirty: dict[str, RoundJob] = {}
         self._busy = 0
         self._ideal_cache: dict[tuple[str, int], tuple[float, float, float] | None] = {}
         self._view = RoundsView(self)
@@ -277,7 +342,9 @@ class RoundsModel(ExecutionModel):
 
     def _refresh_active(self) -> list[RoundJob]:
         if self._active_dirty:
-            self._active = [j for j in self.jobs.values() if j.arrived and not j.done]
+            self._active = list(self._arrived.values())
+            views = self.views
+            self._active_views = [views[j.spec.job_id] for j in self._active]
             self._active_dirty = False
         return self._active
 
@@ -285,13 +352,45 @@ class RoundsModel(ExecutionModel):
         return [self.views[j.job_id] for j in self.jobs.values() if j.rounds > 0 and not j.reject_reason]
 
     def active_views(self) -> list[RoundJobView]:
-        return [self.views[j.job_id] for j in self._refresh_active()]
+        self._refresh_active()
+        return list(self._active_views)
+
+    def idle_sorted(self) -> list[int]:
+        """The idle GPUs (no task, no lease), ascending — kept up to date, do not modify."""
+        return self._idle
+
+    def ready_views(self) -> list[RoundJobView]:
+        """Views of the jobs with released, unstarted tasks (``ready > 0``), in arrival order (a new list)."""
+        if self._ready_views is None:
+            views = self.views
+            self._ready_views = [views[j.job_id] for j in sorted(self._ready.values(), key=_seq)]
+        return list(self._ready_views)
+
+    def _set_ready(self, job: RoundJob, ready: int) -> None:
+        if (ready > 0) != (job.ready > 0):
+            if ready > 0:
+                self._ready[job.job_id] = job
+            else:
+                del self._ready[job.job_id]
+            self._ready_views = None
+        job.ready = ready
+
+    def free_times(self) -> dict[str, list[float]]:
+        """Per GPU type, when each of its GPUs outside any lease is free (now if idle), ascending (new lists)."""
+        now = self.ctx.now
+        out: dict[str, list[float]] = {}
+        for t, until in self._until.items():
+            n_idle = self._type_gpus[t] - self._n_leased[t] - len(until)
+            out[t] = [now] * n_idle + until if not until or until[0] >= now else sorted([now] * n_idle + until)
+        return out
 
     def _set_active(self, job: RoundJob) -> None:
         now = self.ctx.now
         if job.active and job.active_since is None:
             job.active_since = now
+            self._n_active += 1
         elif not job.active and job.active_since is not None:
+            self._n_active -= 1
             stretch = now - job.active_since
             job.run_s += stretch
             job.last_service_s = stretch
@@ -328,9 +427,16 @@ class RoundsModel(ExecutionModel):
     def arrive(self, st: JobState) -> None:
         assert isinstance(st, RoundJob)
         st.arrived = True
-        st.ready = st.n
+        self._set_ready(st, st.n)
         st.wait_since = self.ctx.now
         st.release_active = 0.0
+        live = self._arrived
+        if live and next(reversed(live.values())).seq > st.seq:  # not in arrival order: keep the list sorted
+            items = sorted([*live.values(), st], key=lambda j: j.seq)
+            live.clear()
+            live.update((j.spec.job_id, j) for j in items)
+        else:
+            live[st.spec.job_id] = st
         self._active_dirty = True
         self.job_events = True
 
@@ -366,9 +472,14 @@ class RoundsModel(ExecutionModel):
                 if self.gpu_lease[d.gpu] not in (None, job.job_id):
                     raise SimulationError(f"t={self.ctx.now}: GPU {d.gpu} is leased to {self.gpu_lease[d.gpu]}")
                 self._start_task(job, d.gpu)
-        for job in self._refresh_active():
-            if job.lease is not None:
-                self._run_lease(job)
+        if self._lease_dirty:
+            # only a leased job whose lease, round or tasks changed since the last pass can start a round now;
+            # in arrival order, as a scan of every active job would
+            dirty = sorted(self._lease_dirty.values(), key=lambda j: j.seq)
+            self._lease_dirty.clear()
+            for job in dirty:
+                if job.lease is not None and not job.done:
+                    self._run_lease(job)
         self.job_events = False
         return bool(decisions)
 
@@ -377,9 +488,7 @@ class RoundsModel(ExecutionModel):
         return self._busy
 
     def counts(self) -> tuple[int, int]:
-        act = self._refresh_active()
-        running = sum(1 for j in act if j.active)
-        return len(act) - running, running
+        return len(self._arrived) - self._n_active, self._n_active
 
     def unfinished(self) -> list[str]:
         return [j.job_id for j in self.jobs.values() if j.arrived and not j.done]
@@ -395,7 +504,24 @@ class RoundsModel(ExecutionModel):
     # ---------------------------------------------------------------- internals
     def _recount_busy(self, g: int, before: bool) -> None:
         after = self.gpu_job[g] is not None or self.gpu_lease[g] is not None
-        self._busy += int(after) - int(before)
+        if after != before:
+            self._busy += int(after) - int(before)
+            idle, idle_t = self._idle, self._idle_t[self.cluster.gpu_type[g]]
+            if after:
+                del idle[bisect_left(idle, g)]
+                del idle_t[bisect_left(idle_t, g)]
+            else:
+                insort(idle, g)
+                insort(idle_t, g)
+                self.freed.append(g)
+
+    def _free_until(self, g: int, busy: bool) -> None:
+        """GPU g, outside any lease, starts (busy) or stops running a task ending at ``gpu_until[g]``."""
+        lst = self._until[self.cluster.gpu_type[g]]
+        if busy:
+            insort(lst, self.gpu_until[g])
+        else:
+            del lst[bisect_left(lst, self.gpu_until[g])]
 
     def _held(self, g: int) -> bool:
         return self.gpu_job[g] is not None or self.gpu_lease[g] is not None
@@ -418,9 +544,13 @@ class RoundsModel(ExecutionModel):
                 raise SimulationError(f"t={now}: GPU {g} is not free for {job.job_id}'s lease")
         for g in d.gpus:
             before = self._held(g)
+            if self.gpu_job[g] is not None:
+                self._free_until(g, False)
             self.gpu_lease[g] = job.job_id
+            self._n_leased[self.cluster.gpu_type[g]] += 1
             self._recount_busy(g, before)
         job.lease = tuple(d.gpus)
+        self._lease_dirty[job.job_id] = job
         self._mech["leases"] += 1
         self._set_active(job)
 
@@ -428,6 +558,9 @@ class RoundsModel(ExecutionModel):
         for g in job.lease or ():
             before = self._held(g)
             self.gpu_lease[g] = None
+            self._n_leased[self.cluster.gpu_type[g]] -= 1
+            if self.gpu_job[g] is not None:
+                self._free_until(g, True)
             self._recount_busy(g, before)
         job.lease = None
         self.job_events = True
@@ -445,20 +578,33 @@ class RoundsModel(ExecutionModel):
         p = job.task_s[self.cluster.gpu_type[g]]
         dur = o + p
         self.gpu_task[g] = (job.active_total(now), o, p)
-        job.ready -= 1
+        self._set_ready(job, job.ready - 1)
         job.running += 1
         job.gpu_busy_s += dur
         job.gpus_used.add(g)
         job.round_gpus.append(g)
         if job.first_start is None:
             job.first_start = now
-        before = self._held(g)
         self.gpu_job[g] = job.job_id
-        self._recount_busy(g, before)
+        self.tasked.add(g)
+        job.on_gpus.add(g)
+        prev = self.gpu_last[g]
+        if prev != job.job_id:
+            if prev is not None and prev in self.last_of:
+                self.last_of[prev].discard(g)
+            self.last_of.setdefault(job.job_id, set()).add(g)
         self.gpu_last[g] = job.job_id
-        self.gpu_until[g] = now + dur
+        until = self.gpu_until[g] = now + dur
+        if self.gpu_lease[g] is None:  # an idle GPU becomes busy (as _recount_busy and _free_until would do)
+            self._busy += 1
+            t = self.cluster.gpu_type[g]
+            idle = self._idle
+            del idle[bisect_left(idle, g)]
+            idle = self._idle_t[t]
+            del idle[bisect_left(idle, g)]
+            insort(self._until[t], until)
         self._set_active(job)
-        self.ctx.push(now + dur, DONE, job.job_id, g)
+        self.ctx.push(until, DONE, job.job_id, g)
 
     def _run_lease(self, job: RoundJob) -> None:
         if job.lease is None or job.ready != job.n or job.running:
@@ -470,11 +616,20 @@ class RoundsModel(ExecutionModel):
 
     def _on_done(self, job: RoundJob, g: int) -> None:
         now = self.ctx.now
-        before = self._held(g)
         self.gpu_job[g] = None
-        self._recount_busy(g, before)
-        if self.gpu_lease[g] is None:
+        self.tasked.discard(g)
+        job.on_gpus.discard(g)
+        if self.gpu_lease[g] is None:  # the GPU becomes idle (as _recount_busy and _free_until would do)
+            t = self.cluster.gpu_type[g]
+            lst = self._until[t]
+            del lst[bisect_left(lst, self.gpu_until[g])]
+            self._busy -= 1
+            insort(self._idle, g)
+            insort(self._idle_t[t], g)
+            self.freed.append(g)
             self.job_events = True
+        if job.lease is not None:
+            self._lease_dirty[job.job_id] = job
         job.running -= 1
         job.done_in_round += 1
         job.tasks_done += 1
@@ -486,9 +641,12 @@ class RoundsModel(ExecutionModel):
                 raise SimulationError(f"{job.job_id}: round {job.round} complete with tasks outstanding")
             job.last_gpus = tuple(job.round_gpus)
             self._mech["rounds"] += 1
-            if len(set(job.round_gpus)) < job.n:
+            gs = tuple(sorted(set(job.round_gpus)))
+            if len(gs) < job.n:
                 self._mech["relaxed_rounds"] += 1
-            sync = job.scale * self.sync_alone(job.profile, job.round_gpus)
+            if gs != job.sync_gpus:  # sync_alone is a pure function of the profile and the GPUs
+                job.sync_gpus, job.sync_base = gs, self.sync_alone(job.profile, gs)
+            sync = job.scale * job.sync_base
             self._account_round(job, self.gpu_task[g], sync)
             job.round_gpus = []
             job.syncing = True
@@ -525,8 +683,10 @@ class RoundsModel(ExecutionModel):
         if job.round >= job.rounds:
             self._finish(job)
             return
-        job.ready = job.n
+        self._set_ready(job, job.n)
         job.release_active = job.active_total(self.ctx.now)
+        if job.lease is not None:
+            self._lease_dirty[job.job_id] = job
         self._set_active(job)
 
     def _finish(self, job: RoundJob) -> None:
@@ -536,6 +696,10 @@ class RoundsModel(ExecutionModel):
             self._drop_lease(job)
         job.finish = self.ctx.now
         self._set_active(job)
+        del self._arrived[job.spec.job_id]
+        self.finished_count += 1
+        self.last_of.pop(job.job_id, None)
+        self._lease_dirty.pop(job.spec.job_id, None)
         self._active_dirty = True
         self.job_events = True
         c = self.cluster

@@ -40,8 +40,9 @@ scratch on job arrivals/finishes and every ``tick_s``; jobs that stay scheduled 
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right, insort
-from collections.abc import Sequence
+from bisect import bisect_left, bisect_right, insort
+from collections.abc import Iterator, Sequence
+from itertools import islice, repeat
 from typing import Any, Literal
 
 from pydantic import NonNegativeFloat, PositiveFloat
@@ -77,6 +78,14 @@ class _TaskPolicy(Policy):
     def __init__(self, guard: bool = True, switch_s: NonNegativeFloat | None = None) -> None:
         self.guard = bool(guard)
         self.requirements = _rounds(switch_s, gang=self.gang)
+        self.reset()
+
+    def reset(self) -> None:
+        # per-run caches of values fixed for a job or the cluster (same arithmetic as computing them every pass)
+        self._groups_of: object = None
+        self._groups: list[list[str]] = []
+        self._rel: dict[str, dict[str, float]] = {}
+        self._cap: dict[str, float] = {}
 
     # ------------------------------------------------------------ ordering hooks
     def candidates(self, view: HareView, jobs: list[TaskJob], g: int) -> list[TaskJob]:
@@ -84,21 +93,19 @@ class _TaskPolicy(Policy):
 
     # ------------------------------------------------------------ dispatch
     def schedule(self, view: HareView) -> list[Any]:
-        idle = view.idle_gpus()
-        jobs = [j for j in view.jobs if j.ready > 0]
-        if not idle or not jobs:
+        if not view.idle_count():
             return []
-        types = view.cluster.gpu_types
+        jobs = view.ready_jobs
+        if not jobs:
+            return []
         gpu_type = view.cluster.gpu_type  # per GPU, fixed for the cluster
-        idle.sort(key=lambda g: (-types[gpu_type[g]].speed, g))
-        # free times of the GPUs outside any lease, per type, sorted (the guard only needs the u earliest per type)
-        free: dict[str, list[float]] = {t: [] for t in types}
-        for g in range(view.cluster.num_gpus):
-            if view.leased_by(g) is None:
-                free[gpu_type[g]].append(view.free_at(g))
-        for v in free.values():
-            v.sort()
+        groups = self._speed_groups(view)
+        # free times of the GPUs outside any lease, per type, sorted (the guard only needs the u earliest per type);
+        # on a cluster of one GPU type no type is faster, so the guard always passes and never reads them
+        guard = self.guard and len(view.cluster.gpu_types) > 1
+        free = view.free_times() if guard else {}
         left = {j.job_id: j.ready for j in jobs}
+        tasks = sum(left.values())  # unstarted tasks of the jobs not deferred: none left, no later GPU takes one
         deferred: set[str] = set()
         out: list[Any] = []
         self.prepare(view, jobs)
@@ -106,7 +113,9 @@ class _TaskPolicy(Policy):
         # a job skipped once stays skipped for this call (no tasks left, or deferred), so each type's scan resumes
         # where the previous GPU of that type stopped instead of from the head of the order
         start: dict[str, int] = {}
-        for g in idle:
+        for g in self._idle_in_order(view, groups):
+            if not tasks:
+                break
             k = gpu_type[g]
             if k not in orders:
                 orders[k], start[k] = self.candidates(view, jobs, g), 0
@@ -119,19 +128,42 @@ class _TaskPolicy(Policy):
                 if u <= 0 or j.job_id in deferred:
                     continue
                 fin = view.now + view.switch_cost(j, g) + view.task_time(j, g)
-                if self.guard and not self._guard_ok(j, k, fin, u, free):
+                if guard and not self._guard_ok(j, k, fin, u, free):
                     deferred.add(j.job_id)
+                    tasks -= u
                     continue
                 out.append(RunTask(j.job_id, g))
                 left[j.job_id] -= 1
-                lst = free[k]
-                lst.pop(0)  # the earliest slot of this type is this idle GPU
-                insort(lst, fin)
+                tasks -= 1
+                if guard:
+                    lst = free[k]
+                    lst.pop(0)  # the earliest slot of this type is this idle GPU
+                    insort(lst, fin)
                 break
         return out
 
     def prepare(self, view: HareView, jobs: list[TaskJob]) -> None:
         """Per-call precomputation (e.g. queue indices)."""
+
+    def _speed_groups(self, view: HareView) -> list[list[str]]:
+        """The cluster's GPU types by descending default speed, types of equal speed together (cached per run)."""
+        c = view.cluster
+        if self._groups_of is not c:
+            by_speed: dict[float, list[str]] = {}
+            for t, gt in c.gpu_types.items():
+                by_speed.setdefault(gt.speed, []).append(t)
+            self._groups_of, self._groups = c, [by_speed[v] for v in sorted(by_speed, reverse=True)]
+        return self._groups
+
+    @staticmethod
+    def _idle_in_order(view: HareView, groups: list[list[str]]) -> Iterator[int]:
+        """The idle GPUs in dispatch order — descending default speed of their type, then index — lazily."""
+        by_type = view.idle_by_type()
+        for group in groups:
+            if len(group) == 1:
+                yield from by_type[group[0]]
+            else:
+                yield from heapq.merge(*(by_type[t] for t in group))
 
     @staticmethod
     def _guard_ok(j: TaskJob, k: str, fin: float, u: int, free: dict[str, list[float]]) -> bool:
@@ -182,7 +214,9 @@ class HareOffline(_TaskPolicy):
         self.remaining = bool(remaining)
 
     def _size(self, view: HareView, j: TaskJob) -> float:
-        cap = sum(1.0 / view.task_time(j, g) for g in range(view.cluster.num_gpus))
+        cap = self._cap.get(j.job_id)
+        if cap is None:  # fixed for the job
+            cap = self._cap[j.job_id] = sum(1.0 / view.task_time(j, g) for g in range(view.cluster.num_gpus))
         rounds = j.remaining_rounds if self.remaining else j.rounds
         return rounds * (j.n / cap + j.sync_s)
 
@@ -227,7 +261,11 @@ class Hlas(_TaskPolicy):
         if self.tie_break == "fifo":
             return sorted(jobs, key=lambda j: (q[j.job_id], j.seq))
         k = view.gpu_type(g)
-        return sorted(jobs, key=lambda j: (q[j.job_id], -_rel_speed(j, k), j.seq))
+        rel = self._rel
+        for j in jobs:
+            if j.job_id not in rel:  # fixed for the job
+                rel[j.job_id] = {t: _rel_speed(j, t) for t in j.task_s}
+        return sorted(jobs, key=lambda j: (q[j.job_id], -rel[j.job_id][k], j.seq))
 
 
 @register
@@ -254,19 +292,42 @@ class HareGang(Hlas):
     gang = True
 
     def schedule(self, view: HareView) -> list[Any]:
-        idle = set(view.idle_gpus())
-        jobs = [j for j in view.jobs if j.ready == j.n and j.running == 0]
-        if not idle or not jobs:
+        idle = view.idle_gpus()
+        if not idle:
+            return []
+        jobs = [j for j in view.ready_jobs if j.ready == j.n and j.running == 0]
+        if not jobs:
             return []
         self.prepare(view, jobs)
+        gpu_type = view.cluster.gpu_type
+        by_type = view.idle_by_type()  # idle GPUs per type, ascending
+        free = set(idle)
         out: list[Any] = []
         for j in sorted(jobs, key=lambda j: (self._q[j.job_id], j.seq)):
-            if j.n > len(idle):
+            if j.n > len(free):
                 continue
-            pick = sorted(idle, key=lambda g: (view.switch_cost(j, g) + view.task_time(j, g), g))[: j.n]
+            pick = self._fastest(j, by_type, free, gpu_type, view.last_ran(j))
             out.extend(RunTask(j.job_id, g) for g in pick)
-            idle.difference_update(pick)
+            free.difference_update(pick)
+            for g in pick:
+                lst = by_type[gpu_type[g]]
+                del lst[bisect_left(lst, g)]
         return out
+
+    @staticmethod
+    def _fastest(j: TaskJob, by_type: dict[str, list[int]], free: set[int], gpu_type: Sequence[str],
+                 last: list[int]) -> list[int]:
+        """The j.n idle GPUs with the smallest (switching overhead + task time for j, GPU index): the idle GPUs
+        ordered by that key, merged from one ascending run per type (overhead ``switch_s``) and one of the GPUs
+        whose last task was j's (no overhead), cut at j.n."""
+        own = [g for g in last if g in free]
+        own_set = set(own)
+        s, task_s = j.switch_s, j.task_s
+        runs: list[Any] = [sorted((0.0 + task_s[gpu_type[g]], g) for g in own)]
+        for t, gs in by_type.items():
+            if gs:
+                runs.append(zip(repeat(s + task_s[t]), (g for g in gs if g not in own_set)))
+        return [g for _, g in islice(heapq.merge(*runs), j.n)]
 
 
 # ------------------------------------------------------------------ gang lease baselines
@@ -298,25 +359,37 @@ class _GangLease(Policy):
             return []
         order = sorted(jobs, key=lambda j: (self.key(view, j), j.seq))
         G = view.cluster.num_gpus
-        # GPUs usable for the plan: not running a task of a job that will lose its lease (still busy)
-        busy_other = {g for g in range(G) if view.running_on(g) is not None}
+        # GPUs usable for the plan: not running a task of a job that will lose its lease (still busy); a job may
+        # also use the GPUs running its own tasks. cand: the free GPUs running no task, ascending, kept in step
+        # with free
+        busy = view.running_gpus()
         free = set(range(G))
+        cand = sorted(free.difference(busy))
         keep: dict[str, tuple[int, ...]] = {}
         new: dict[str, tuple[int, ...]] = {}
+
+        def take(gpus: Sequence[int]) -> None:
+            free.difference_update(gpus)
+            for g in gpus:
+                i = bisect_left(cand, g)
+                if i < len(cand) and cand[i] == g:
+                    del cand[i]
+
         for j in order:
             if j.n > len(free):
                 continue
             if j.lease is not None and set(j.lease) <= free:
                 keep[j.job_id] = j.lease
-                free.difference_update(j.lease)
+                take(j.lease)
                 continue
-            avail = sorted(g for g in free if g not in busy_other or view.running_on(g) == j.job_id)
+            own = [g for g in j.running_gpus if g in free]
+            avail = sorted(cand + own) if own else cand
             pick = self.place(view, j, avail)
             if pick is None:
-                free.difference_update(avail[: j.n])  # reserve (no backfill past a blocked higher-priority job)
+                take(avail[: j.n])  # reserve (no backfill past a blocked higher-priority job)
                 continue
             new[j.job_id] = pick
-            free.difference_update(pick)
+            take(pick)
         out: list[Any] = [Preempt(j.job_id) for j in jobs if j.lease is not None and j.job_id not in keep]
         out.extend(Start(jid, gpus) for jid, gpus in new.items())
         out.append(WakeAt(self._next))
@@ -325,7 +398,7 @@ class _GangLease(Policy):
     def place(self, view: HareView, j: TaskJob, avail: list[int]) -> tuple[int, ...] | None:
         if len(avail) < j.n:
             return None
-        if not self.hetero_aware:
+        if not self.hetero_aware or len(view.cluster.gpu_types) == 1:  # one type: the fastest fitting is the only
             return tuple(avail[: j.n])
         by_type: dict[str, list[int]] = {}
         for g in avail:

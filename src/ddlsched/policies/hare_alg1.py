@@ -24,6 +24,7 @@ from ddlsched.engine.rounds import RoundsView
 from ddlsched.errors import ConfigError
 from ddlsched.policies.base import Policy
 from ddlsched.policies.hare_lp import RelaxJob, relax
+from ddlsched.policies.idle_order import IdleOrder
 from ddlsched.policies.registry import register
 
 
@@ -48,7 +49,7 @@ class HareAlg1(Policy):
 
     def reset(self) -> None:
         self._h: dict[str, list[float]] = {}
-        self._idle_since: dict[int, float] = {}
+        self._idle = IdleOrder()
         self._mech = {"relaxation_lp": 0, "relaxation_greedy": 0}
 
     def mechanisms(self) -> dict[str, float]:
@@ -69,12 +70,10 @@ class HareAlg1(Policy):
             self._h[j.job_id] = [x + half for x in xs[j.job_id]]
 
     def schedule(self, view: RoundsView) -> list[Any]:
-        now = view.now
-        idle = view.idle_gpus()
-        for g in idle:
-            self._idle_since.setdefault(g, now)
-        ready = [j for j in view.jobs if j.ready > 0]
-        if not idle or not ready:
+        if not self._idle.update(view):
+            return []
+        ready = view.ready_jobs
+        if not ready:
             return []
         if any(j.job_id not in self._h for j in ready):
             self._plan(view)
@@ -82,9 +81,11 @@ class HareAlg1(Policy):
         left = {j.job_id: j.ready for j in ready}
         out: list[Any] = []
         if self.gpu_choice == "fastest":
-            return self._fastest(view, idle, ready, left)
+            out = self._fastest(view, view.idle_gpus(), ready, left)
+            self._idle.taken()
+            return out
         k = 0
-        for g in sorted(idle, key=lambda g: (self._idle_since[g], g)):
+        for g in self._idle.first(sum(left.values())):  # by (idle since, GPU); as many as there are tasks
             while k < len(ready) and left[ready[k].job_id] == 0:
                 k += 1
             if k == len(ready):
@@ -92,7 +93,8 @@ class HareAlg1(Policy):
             j = ready[k]
             out.append(RunTask(j.job_id, g))
             left[j.job_id] -= 1
-            del self._idle_since[g]
+            del self._idle.since[g]
+        self._idle.taken(prefix=len(out))
         return out
 
     def _fastest(self, view: RoundsView, idle: list[int], ready: list[Any], left: dict[str, int]) -> list[Any]:
@@ -100,11 +102,11 @@ class HareAlg1(Policy):
         out: list[Any] = []
         for j in ready:
             while left[j.job_id] > 0 and free:
-                g = min(free, key=lambda g: (view.task_time(j, g), self._idle_since[g], g))
+                g = min(free, key=lambda g: (view.task_time(j, g), self._idle.since[g], g))
                 out.append(RunTask(j.job_id, g))
                 left[j.job_id] -= 1
                 free.discard(g)
-                del self._idle_since[g]
+                del self._idle.since[g]
             if not free:
                 break
         return out

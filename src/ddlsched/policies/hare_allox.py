@@ -88,6 +88,13 @@ class Allox(Policy):
         self._gpu_of: dict[str, int] = {}
         self._queue: dict[int, list[tuple[int, str]]] = {}  # GPU -> [(position k, job)] from the last matching
         self._seen: tuple[Any, ...] = ()
+        self._view_of: dict[str, RoundJobView] = {}  # placed jobs
+        self._rank: dict[str, int] = {}  # placed jobs: order of placement
+        self._done: set[str] = set()  # placed jobs that have finished
+        self._finished_seen = 0
+        self._types_of: object = None
+        self._types: list[str] = []
+        self._type_idx = np.zeros(0, dtype=np.int64)
         self._mech = {"matchings": 0}
 
     def mechanisms(self) -> dict[str, float]:
@@ -101,16 +108,20 @@ class Allox(Policy):
     def _match(self, view: RoundsView, waiting: list[RoundJobView]) -> None:
         self._mech["matchings"] += 1
         G = view.cluster.num_gpus
-        jobs = {j.job_id: j for j in view.jobs}
+        c = view.cluster
+        if self._types_of is not c:  # per GPU, the index of its type (fixed for the cluster)
+            self._types_of, self._types = c, list(c.gpu_types)
+            self._type_idx = np.array([self._types.index(c.gpu_type[g]) for g in range(G)], dtype=np.int64)
         rest = np.zeros(G)
         for g, jid in self._owner.items():
-            rest[g] = self._work(view, jobs[jid], g) + max(0.0, view.free_at(g) - view.now)
+            rest[g] = self._work(view, self._view_of[jid], g) + max(0.0, view.free_at(g) - view.now)
         rows = waiting[: self.window]
         K = max(1, math.ceil(len(rows) / G))
         K = min(len(rows), K + 1)
         cost = np.empty((len(rows), G * K))
         for i, j in enumerate(rows):
-            P = np.array([self._work(view, j, g) for g in range(G)])
+            tasks = j.remaining_rounds * j.n - j.done_in_round - j.running
+            P = (tasks * np.array([j.task_s[t] for t in self._types]))[self._type_idx]  # = _work per GPU
             for k in range(K):
                 cost[i, k * G:(k + 1) * G] = (k + 1) * P + rest
         cols = hungarian(cost)
@@ -121,31 +132,39 @@ class Allox(Policy):
             q.sort(reverse=True)
 
     def schedule(self, view: RoundsView) -> list[Any]:
-        live = {j.job_id: j for j in view.jobs}
-        for g, jid in list(self._owner.items()):
-            if jid not in live:
-                del self._owner[g]
-                del self._gpu_of[jid]
+        owner, gpu_of = self._owner, self._gpu_of
+        if view.finished_count != self._finished_seen:  # a placed job finished: free its GPU
+            self._finished_seen = view.finished_count
+            for g, jid in list(owner.items()):
+                if self._view_of[jid].finished:
+                    del owner[g], gpu_of[jid], self._view_of[jid], self._rank[jid]
+                    self._done.add(jid)
         out: list[Any] = []
-        # jobs already placed: run their next task on their GPU
-        for jid, g in self._gpu_of.items():
-            j = live[jid]
-            if j.ready > 0 and view.running_on(g) is None:
-                out.append(RunTask(jid, g))
-        waiting = [j for j in view.jobs if j.job_id not in self._gpu_of]
-        idle = [g for g in view.idle_gpus() if g not in self._owner]
-        if not waiting or not idle:
+        ready = view.ready_jobs
+        # jobs already placed: run their next task on their GPU (in the order they were placed)
+        placed = sorted((j for j in ready if j.job_id in gpu_of), key=lambda j: self._rank[j.job_id])
+        for j in placed:
+            g = gpu_of[j.job_id]
+            if view.running_on(g) is None:
+                out.append(RunTask(j.job_id, g))
+        waiting = [j for j in ready if j.job_id not in gpu_of]  # never started, so all of them are ready
+        if not waiting:
+            return out
+        idle = [g for g in view.idle_gpus() if g not in owner]
+        if not idle:
             return out
         key = (len(waiting), max(j.seq for j in waiting), tuple(idle))
         if key != self._seen:  # re-match when the waiting jobs or the idle GPUs change
             self._seen = key
             self._match(view, waiting)
+        views = {j.job_id: j for j in waiting}
         for g in idle:
             q = self._queue.get(g)
             while q:
                 _, jid = q.pop(0)
-                if jid in live and jid not in self._gpu_of:
-                    self._owner[g], self._gpu_of[jid] = jid, g
+                if jid not in self._done and jid not in gpu_of:
+                    owner[g], gpu_of[jid] = jid, g
+                    self._view_of[jid], self._rank[jid] = views[jid], len(self._rank) + len(self._done)
                     out.append(RunTask(jid, g))
                     break
         return out

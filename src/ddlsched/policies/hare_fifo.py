@@ -28,7 +28,13 @@ class GavelFifo(Policy):
     requirements = Requirements(model="rounds", preemptive=False, gang=True)
 
     def schedule(self, view: RoundsView) -> list[Any]:
+        # the waiting jobs and the idle GPUs change only with a job event (an arrival or a finish frees or
+        # needs GPUs; leased GPUs are never idle): without one, the last pass's head of line still does not fit
+        if not view.job_events:
+            return []
         idle = set(view.idle_gpus())
+        if not idle:
+            return []  # nothing fits (every job asks for at least one GPU)
         out: list[Any] = []
         for j in view.jobs:  # arrival order
             if j.lease is not None:

@@ -19,6 +19,7 @@ from ddlsched.engine.model import Requirements
 from ddlsched.engine.rounds import RoundsView
 from ddlsched.errors import ConfigError
 from ddlsched.policies.base import Policy
+from ddlsched.policies.idle_order import IdleOrder
 from ddlsched.policies.registry import register
 
 
@@ -34,7 +35,7 @@ class SchedHomo(Policy):
 
     def reset(self) -> None:
         self._started: set[str] = set()
-        self._idle_since: dict[int, float] = {}
+        self._idle = IdleOrder()
         self._used: dict[str, tuple[int, set[int]]] = {}
         self._all: range = range(0)  # job -> (round, GPUs given a task of it in that round)
 
@@ -46,32 +47,39 @@ class SchedHomo(Policy):
         self.reset()
 
     def schedule(self, view: RoundsView) -> list[Any]:
-        idle = view.idle_gpus()
-        for g in idle:
-            self._idle_since.setdefault(g, view.now)
-        ready = [j for j in view.jobs if j.ready > 0]
-        if not idle or not ready:
+        n_idle = self._idle.update(view)
+        since = self._idle.since
+        if not n_idle:
             return []
-        if self.gpu_order == "idle":
-            idle.sort(key=lambda g: (self._idle_since[g], g))
+        ready = view.ready_jobs
+        if not ready:
+            return []
         ready.sort(key=lambda j: (j.job_id not in self._started, -j.weight / (j.rounds * j.n * j.ref_task_s),
                                   j.seq))
         if self.spread:
             self._all = range(view.cluster.num_gpus)
-            return self._spread(idle, ready)
-        out: list[Any] = []
-        k = 0
-        left = {j.job_id: j.ready for j in ready}
-        for g in idle:
-            while k < len(ready) and left[ready[k].job_id] == 0:
-                k += 1
-            if k == len(ready):
-                break
-            j = ready[k]
-            out.append(RunTask(j.job_id, g))
-            self._started.add(j.job_id)
-            del self._idle_since[g]
-            left[j.job_id] -= 1
+            idle = self._idle.first() if self.gpu_order == "idle" else view.idle_gpus()
+            out = self._spread(idle, ready)
+        else:
+            tasks = sum(j.ready for j in ready)  # GPUs taken: the first min(tasks, idle) of the order
+            idle = self._idle.first(tasks) if self.gpu_order == "idle" else view.idle_gpus()[:tasks]
+            out = []
+            k = 0
+            left = {j.job_id: j.ready for j in ready}
+            for g in idle:
+                while k < len(ready) and left[ready[k].job_id] == 0:
+                    k += 1
+                if k == len(ready):
+                    break
+                j = ready[k]
+                out.append(RunTask(j.job_id, g))
+                self._started.add(j.job_id)
+                del since[g]
+                left[j.job_id] -= 1
+            if self.gpu_order == "idle":
+                self._idle.taken(prefix=len(out))
+                return out
+        self._idle.taken()
         return out
 
     def _spread(self, idle: list[int], ready: list[Any]) -> list[Any]:
@@ -89,7 +97,7 @@ class SchedHomo(Policy):
                 used.add(g)
                 free.remove(g)
                 self._started.add(j.job_id)
-                del self._idle_since[g]
+                del self._idle.since[g]
             if not free:
                 break
         return out
