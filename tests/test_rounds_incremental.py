@@ -43,7 +43,7 @@ def _check(view: RoundsView) -> None:
     assert freed == [] and mark == len(m.freed)
 
 
-@pytest.mark.parametrize("name", ["hlas", "hare-offline", "hare-gang", "gavel-het", "srtf-het", "gavel-fifo",
+@pytest.mark.parametrize("name", ["hlas", "hare-offline", "hare-gang", "gavel-het", "gavel-fifo",
                                   "sched-homo", "hare-alg1", "allox"])
 def test_incremental_views_match_a_full_rescan(name: str) -> None:
     policy = make_policy(name)
