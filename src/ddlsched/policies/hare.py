@@ -206,7 +206,6 @@ class HareOffline(_TaskPolicy):
     scheduling."""
 
     name = "hare-offline"
-    paper_scale_jobs = 1_000
     description = "Hare offline heuristic: Smith's rule on hetero-normalised size, guarded EFT task dispatch"
 
     def __init__(self, guard: bool = True, remaining: bool = False, switch_s: NonNegativeFloat | None = None) -> None:
@@ -234,7 +233,6 @@ class Hlas(_TaskPolicy):
     heterogeneity tie-break."""
 
     name = "hlas"
-    paper_scale_jobs = 1_000
     description = "Hare online HLAS: hetero-normalised LAS queues, starvation guard, hetero tie-break, relaxed sync"
 
     def __init__(self, thresholds: Sequence[PositiveFloat] = (3600.0, 36000.0),
@@ -273,7 +271,6 @@ class HareNaiveSwitch(Hlas):
     """Ablation: HLAS with a naive runtime's task-switching cost (3 s per switch by default)."""
 
     name = "hare-naive-switch"
-    paper_scale_jobs = 1_500
     description = "Ablation: HLAS with a naive runtime's task-switching cost (switch_s=3 s)"
 
     def __init__(self, thresholds: Sequence[PositiveFloat] = (3600.0, 36000.0),
@@ -287,7 +284,7 @@ class HareGang(Hlas):
     """Ablation: HLAS order, but a round needs n_j simultaneously idle GPUs (no relaxed sync)."""
 
     name = "hare-gang"
-    paper_scale_jobs = 2_000
+    paper_scale_jobs = 9_500
     description = "Ablation: HLAS order with gang rounds (no relaxed sync)"
     gang = True
 
@@ -415,7 +412,6 @@ class GavelHet(_GangLease):
     """Gavel-style heterogeneity-aware gang LAS (docs/policies/hare.md §6) [I]."""
 
     name = "gavel-het"
-    paper_scale_jobs = 6_500
     description = "Gavel-style heterogeneity-aware gang LAS, 360 s rounds"
     hetero_aware = True
 
@@ -431,7 +427,6 @@ class TiresiasHet(_GangLease):
     """Tiresias 2D-LAS, gang, heterogeneity-unaware (docs/policies/hare.md §6) [I]."""
 
     name = "tiresias-het"
-    paper_scale_jobs = 6_500
     description = "Tiresias 2D-LAS gang, heterogeneity-unaware"
 
     def __init__(self, thresholds: Sequence[PositiveFloat] = (3600.0,), starvation_factor: NonNegativeFloat = 2.0,
@@ -452,7 +447,6 @@ class SrtfHet(_GangLease):
     """Clairvoyant SRTF on remaining reference time, gang, heterogeneity-unaware (docs/policies/hare.md §6) [I]."""
 
     name = "srtf-het"
-    paper_scale_jobs = 4_500
     description = "SRTF gang (clairvoyant), heterogeneity-unaware"
 
     def key(self, view: HareView, j: TaskJob) -> Any:

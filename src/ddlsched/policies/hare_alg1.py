@@ -33,7 +33,6 @@ class HareAlg1(Policy):
     """Relaxation → H order → earliest-available GPU (docs/policies/hare.md §9)."""
 
     name = "hare-alg1"
-    paper_scale_jobs = 1_500
     family = "chen2024"
     description = "Hare offline Algorithm 1: LP relaxation (HiGHS, greedy fallback) -> H order -> earliest-free GPU"
     requirements = Requirements(model="rounds", preemptive=True, gang=False)

@@ -74,7 +74,7 @@ class Allox(Policy):
     """Min-cost matching of waiting jobs to (GPU, position) slots; one GPU per job (no intra-job parallelism)."""
 
     name = "allox"
-    paper_scale_jobs = 1_500
+    paper_scale_jobs = 5_500
     family = "chen2024"
     description = "Sched_Allox (Hare's baseline): min-cost job-to-GPU matching, one GPU per job"
     requirements = Requirements(model="rounds", preemptive=True, gang=False)
@@ -142,11 +142,11 @@ class Allox(Policy):
         out: list[Any] = []
         ready = view.ready_jobs
         # jobs already placed: run their next task on their GPU (in the order they were placed)
-        placed = sorted((j for j in ready if j.job_id in gpu_of), key=lambda j: self._rank[j.job_id])
-        for j in placed:
-            g = gpu_of[j.job_id]
-            if view.running_on(g) is None:
-                out.append(RunTask(j.job_id, g))
+        running_on, rank = view.running_on, self._rank
+        placed = [j for j in ready if j.job_id in gpu_of and running_on(gpu_of[j.job_id]) is None]
+        if placed:
+            placed.sort(key=lambda j: rank[j.job_id])
+            out.extend(RunTask(j.job_id, gpu_of[j.job_id]) for j in placed)
         waiting = [j for j in ready if j.job_id not in gpu_of]  # never started, so all of them are ready
         if not waiting:
             return out

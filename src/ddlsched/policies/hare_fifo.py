@@ -22,7 +22,6 @@ class GavelFifo(Policy):
     """FIFO gang scheduling on the fastest idle GPUs, head-of-line blocking, no preemption."""
 
     name = "gavel-fifo"
-    paper_scale_jobs = 3_000
     family = "chen2024"
     description = "Gavel_FIFO (Hare's baseline): arrival order, gang on the fastest idle GPUs, HOL blocking"
     requirements = Requirements(model="rounds", preemptive=False, gang=True)

@@ -28,7 +28,6 @@ class SchedHomo(Policy):
     """Smith's rule on homogeneous sizes, started jobs first, tasks to idle GPUs in index order."""
 
     name = "sched-homo"
-    paper_scale_jobs = 2_000
     family = "chen2024"
     description = "Sched_Homo (Hare's baseline): weighted Smith's rule assuming identical GPUs, relaxed sync"
     requirements = Requirements(model="rounds", preemptive=True, gang=False)
