@@ -24,7 +24,7 @@ from ddlsched.engine.rounds import RoundsView
 from ddlsched.errors import ConfigError
 from ddlsched.policies.base import Policy
 from ddlsched.policies.hare_lp import RelaxJob, relax
-from ddlsched.policies.idle_order import IdleOrder
+from ddlsched.policies.idle_order import IdleOrder, deal_tasks
 from ddlsched.policies.registry import register
 
 
@@ -83,16 +83,8 @@ class HareAlg1(Policy):
             out = self._fastest(view, view.idle_gpus(), ready, left)
             self._idle.taken()
             return out
-        k = 0
-        for g in self._idle.first(sum(left.values())):  # by (idle since, GPU); as many as there are tasks
-            while k < len(ready) and left[ready[k].job_id] == 0:
-                k += 1
-            if k == len(ready):
-                break
-            j = ready[k]
-            out.append(RunTask(j.job_id, g))
-            left[j.job_id] -= 1
-            del self._idle.since[g]
+        # GPUs by (idle since, index), as many as there are tasks
+        out = deal_tasks(ready, self._idle.first(sum(left.values())), self._idle.since)
         self._idle.taken(prefix=len(out))
         return out
 

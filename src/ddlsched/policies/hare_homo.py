@@ -19,7 +19,7 @@ from ddlsched.engine.model import Requirements
 from ddlsched.engine.rounds import RoundsView
 from ddlsched.errors import ConfigError
 from ddlsched.policies.base import Policy
-from ddlsched.policies.idle_order import IdleOrder
+from ddlsched.policies.idle_order import IdleOrder, deal_tasks
 from ddlsched.policies.registry import register
 
 
@@ -62,19 +62,8 @@ class SchedHomo(Policy):
         else:
             tasks = sum(j.ready for j in ready)  # GPUs taken: the first min(tasks, idle) of the order
             idle = self._idle.first(tasks) if self.gpu_order == "idle" else view.idle_gpus()[:tasks]
-            out = []
-            k = 0
-            left = {j.job_id: j.ready for j in ready}
-            for g in idle:
-                while k < len(ready) and left[ready[k].job_id] == 0:
-                    k += 1
-                if k == len(ready):
-                    break
-                j = ready[k]
-                out.append(RunTask(j.job_id, g))
-                self._started.add(j.job_id)
-                del since[g]
-                left[j.job_id] -= 1
+            out = deal_tasks(ready, idle, since)
+            self._started.update(t.job_id for t in out)
             if self.gpu_order == "idle":
                 self._idle.taken(prefix=len(out))
                 return out

@@ -10,8 +10,28 @@ their time, now, is the latest yet. The policy deletes a GPU from ``since`` when
 from __future__ import annotations
 
 from bisect import insort
+from collections.abc import Iterable, Sequence
+from typing import Any
 
+from ddlsched.engine.decisions import RunTask
 from ddlsched.engine.rounds import RoundsView
+
+
+def deal_tasks(ready: Sequence[Any], gpus: Iterable[int], since: dict[int, float]) -> list[RunTask]:
+    """Give each GPU of ``gpus``, in order, the next released task of ``ready`` (jobs in priority order, each
+    ``ready`` tasks), until the tasks run out; the GPUs given a task leave ``since``."""
+    left = [j.ready for j in ready]
+    out: list[RunTask] = []
+    k = 0
+    for g in gpus:
+        while k < len(ready) and left[k] == 0:
+            k += 1
+        if k == len(ready):
+            break
+        out.append(RunTask(ready[k].job_id, g))
+        left[k] -= 1
+        del since[g]
+    return out
 
 
 class IdleOrder:
