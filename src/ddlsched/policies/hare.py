@@ -284,7 +284,6 @@ class HareGang(Hlas):
     """Ablation: HLAS order, but a round needs n_j simultaneously idle GPUs (no relaxed sync)."""
 
     name = "hare-gang"
-    paper_scale_jobs = 9_500
     description = "Ablation: HLAS order with gang rounds (no relaxed sync)"
     gang = True
 

@@ -74,7 +74,7 @@ class Allox(Policy):
     """Min-cost matching of waiting jobs to (GPU, position) slots; one GPU per job (no intra-job parallelism)."""
 
     name = "allox"
-    paper_scale_jobs = 5_500
+    paper_scale_jobs = 7_500
     family = "chen2024"
     description = "Sched_Allox (Hare's baseline): min-cost job-to-GPU matching, one GPU per job"
     requirements = Requirements(model="rounds", preemptive=True, gang=False)
