@@ -126,6 +126,7 @@ class FluidModel(ExecutionModel):
         self.pending: dict[str, FluidJob] = {}
         self._pending_sorted: PendingQueue[JobView] = PendingQueue()  # always in arrival order (incrementally)
         self._indexes: dict[Callable[[JobView], Any], list[tuple[Any, int, JobView]]] = {}
+        self.queued_log: list[JobView] = []  # every job as it entered the queue (SchedulerView.queued_since)
         self._pending_demand: Counter[int] = Counter()
         self.running: dict[str, FluidJob] = {}
         self._busy_gpus = 0
@@ -195,6 +196,7 @@ class FluidModel(ExecutionModel):
         self._pending_demand[st.spec.num_gpus] += 1
         view = st.view
         assert view is not None
+        self.queued_log.append(view)
         if in_order:
             self._pending_sorted.append(st.seq, view)
         else:

@@ -57,6 +57,14 @@ class SchedulerView:
         engine keeps one incrementally-maintained index per key, so a pass costs no sort."""
         return self._m.pending_index(key)
 
+    def queued_since(self, mark: int) -> tuple[Sequence[JobView], int]:
+        """The jobs that entered the queue (arrived, or came back after a preemption) after ``mark`` (0 at the
+        start of a run), in order — one may since have started again, or appear twice — and the mark to pass next
+        time. With the policy's own ``Start`` decisions (the only way out of the queue) this keeps an index of the
+        queue across passes without rescanning it (``ddlsched.policies.las_queues`` does)."""
+        log = self._m.queued_log
+        return log[mark:], len(log)
+
     @property
     def running(self) -> Sequence[JobView]:
         """Running jobs in the order they (re)started."""

@@ -13,6 +13,7 @@ never evicted for one of its own class (no thrashing inside a Tiresias queue).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ddlsched.engine.decisions import Decision, Preempt, Start, WakeAt
 from ddlsched.engine.jobview import JobView
@@ -70,36 +71,34 @@ class OrderedPolicy(Policy):
         return out
 
     def _preemptive(self, view: SchedulerView) -> list[Decision]:
-        pending = view.pending
-        if not pending:
+        if not view.pending:
             return []  # preemption only ever makes room for a queued job
         order = self.ordering
-        ranks: dict[str, tuple] = {}
-        for j in pending:
-            cls, key = order.rank(j)
-            ranks[j.job_id] = (cls, True, key)
+        classes: dict[str, Any] = {}  # running job → preempt class (running ranks before queued in a class)
         victims: list[JobView] | None = None  # running jobs, worst rank first; built on first need
 
         def running_victims() -> list[JobView]:
+            ranks = {}
             for j in view.running:
                 cls, key = order.rank(j)
-                ranks[j.job_id] = (cls, False, key)  # running first inside a class
+                ranks[j.job_id] = (cls, False, key)
+                classes[j.job_id] = cls
             return sorted((j for j in view.running if self.may_preempt(j)), key=lambda j: ranks[j.job_id],
                           reverse=True)
 
         alloc = view.allocation()
         out: list[Decision] = []
+        started: list[JobView] = []
         waiting = False
-        for job in sorted(pending, key=lambda j: ranks[j.job_id]):
+        for job, job_class in order.pending_ranked(view):
             gpus = self.placement.place(job, alloc.for_mem(job.mem_mb), view) \
                 if job.num_gpus <= alloc.num_free else None
             if gpus is None:
                 if victims is None:
                     victims = running_victims()
-                job_class = ranks[job.job_id][0]
                 # victims are sorted worst class first: the eligible ones (strictly worse class) are a prefix
                 n_eligible = 0
-                while n_eligible < len(victims) and ranks[victims[n_eligible].job_id][0] > job_class:
+                while n_eligible < len(victims) and classes[victims[n_eligible].job_id] > job_class:
                     n_eligible += 1
                 if n_eligible == 0 and alloc.num_free == 0:
                     waiting = True
@@ -124,8 +123,11 @@ class OrderedPolicy(Policy):
                 out.extend(Preempt(v.job_id) for v in taken)
             alloc.take(gpus)
             out.append(Start(job.job_id, tuple(gpus)))
+            started.append(job)
         if waiting:
             wake = order.next_change(view)
             if wake is not None and wake > view.now:
                 out.append(WakeAt(wake))
+        for job in started:
+            order.left_queue(job)
         return out

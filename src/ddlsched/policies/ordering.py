@@ -15,12 +15,13 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 from ddlsched.engine.jobview import JobView
 from ddlsched.engine.state import JobStatus
 from ddlsched.engine.view import SchedulerView
+from ddlsched.policies.las_queues import QueuedByClass
 
 _TOL = 1e-6  # seconds / GPU-seconds: absorbs float error at threshold and promotion times
 
@@ -41,6 +42,15 @@ class Ordering(ABC):
     def rank(self, job: JobView) -> tuple[Any, Any]:
         """(preempt class, key), computed together (override when both come from one costly figure)."""
         return self.preempt_class(job), self.key(job)
+
+    def pending_ranked(self, view: SchedulerView) -> Iterable[tuple[JobView, Any]]:
+        """Queued jobs best first — by (preempt class, key), ties in arrival order — each with its preempt class.
+        The default ranks and sorts the whole queue; an ordering may keep an index across passes instead."""
+        ranks = {j.job_id: self.rank(j) for j in view.pending}
+        return [(j, ranks[j.job_id][0]) for j in sorted(view.pending, key=lambda j: ranks[j.job_id])]
+
+    def left_queue(self, job: JobView) -> None:  # noqa: B027 - optional hook
+        """The policy started ``job`` (for an ordering that keeps a queue index; see :meth:`pending_ranked`)."""
 
     def next_change(self, view: SchedulerView) -> float | None:
         """Earliest future time at which some job's key changes (so the policy must run again)."""
@@ -108,10 +118,18 @@ class Tiresias(Ordering):
         # job → (queue, valid until, state token): a queue only changes at a threshold crossing (running)
         # or a starvation promotion (pending), both known in advance, or when the job starts/stops.
         self._cache: dict[str, tuple[int, float, tuple[Any, ...]]] = {}
+        self._queued: QueuedByClass | None = None  # the queued jobs by queue, kept across passes
 
     def reset(self) -> None:
         self._base.clear()
         self._cache.clear()
+        self._queued = None
+
+    def _index(self, view: SchedulerView) -> QueuedByClass:
+        if self._queued is None:
+            self._queued = QueuedByClass(len(self.thresholds) + 1, self._queue_until)
+        self._queued.sync(view)
+        return self._queued
 
     def _raw(self, job: JobView) -> float:
         return job.attained_gpu_s if self.service == "gpu_time" else job.executed_s
@@ -158,12 +176,23 @@ class Tiresias(Ordering):
         q = self.queue(job)
         return q, (q, job.seq)
 
+    def pending_ranked(self, view: SchedulerView) -> Iterable[tuple[JobView, Any]]:
+        return self._index(view).walk()  # the queue index: same order as ranking and sorting the queue
+
+    def left_queue(self, job: JobView) -> None:
+        if self._queued is not None:
+            self._queued.left(job)
+
     def next_change(self, view: SchedulerView) -> float | None:
         best = math.inf
-        for job in (*view.running, *view.pending):
+        for job in view.running:
             until = self._queue_until(job)[1]
             if until < best:
                 best = until
+        cache = self._cache
+        until = self._index(view).earliest_change(lambda j: cache[j.job_id][1])  # queued jobs' promotions
+        if until < best:
+            best = until
         return None if best == math.inf else best
 
 

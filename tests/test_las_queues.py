@@ -1,0 +1,70 @@
+"""Tiresias keeps its queued jobs by queue across passes (``ddlsched.policies.las_queues``): at every pass of a run
+the walk must be the order a full rank-and-sort of the queue gives, with the same classes, and the wake-up time
+must be the earliest change over every running and queued job — checked here against those full rescans on runs
+that preempt and promote thousands of times."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ddlsched
+from ddlsched.policies import make_policy
+from ddlsched.policies.ordering import Ordering, Tiresias
+
+PHILLY = Path(__file__).resolve().parents[1] / "data/traces/philly_pollux/philly.csv"
+
+
+@pytest.mark.parametrize(("name", "cluster"), [("tiresias+consolidated", "philly512"), ("tiresias-cc", "philly512"),
+                                               ("tiresias-700", "philly512"), ("tiresias+pack", "n8g8")])
+def test_queue_index_matches_a_full_rank_and_sort(name: str, cluster: str) -> None:
+    policy = make_policy(name)
+    order = policy.ordering
+    assert isinstance(order, Tiresias)
+    walk, wake = order.pending_ranked, order.next_change
+    seen = {"passes": 0, "walked": 0, "wakes": 0}
+
+    def checked_walk(view: Any) -> Any:
+        got = [(j.job_id, q) for j, q in walk(view)]  # the index first: it applies the promotions due now
+        want = [(j.job_id, q) for j, q in Ordering.pending_ranked(order, view)]
+        assert got == want, f"t={view.now}: the queue index walks a different order than a full sort"
+        seen["passes"] += 1
+        seen["walked"] += len(got)
+        return walk(view)
+
+    def checked_wake(view: Any) -> Any:
+        got = wake(view)
+        full = min((order._queue_until(j)[1] for j in (*view.running, *view.pending)), default=math.inf)
+        assert got == (None if full == math.inf else full)
+        seen["wakes"] += 1
+        return got
+
+    order.pending_ranked = checked_walk  # type: ignore[method-assign]
+    order.next_change = checked_wake  # type: ignore[method-assign]
+    r = ddlsched.simulate(PHILLY, cluster, policy, max_jobs=1500, load_scale=4.0, timeseries=False)
+    assert not r.unfinished and len(r.records) == 1500
+    assert seen["passes"] > 1000 and seen["wakes"] > 100 and seen["walked"] > 5 * seen["passes"]
+    assert r.raw.mechanisms["preemptions"] > 500
+    assert order._base, "no starvation promotion happened: the test would not exercise the promotion heap"
+
+
+def test_queued_since_logs_every_entry_into_the_queue() -> None:
+    policy = make_policy("tiresias+consolidated")
+    marks: list[int] = []
+    inner = policy.schedule
+
+    def spy(view: Any) -> Any:
+        log, mark = view.queued_since(0)
+        assert len(log) == mark
+        assert all(j.job_id in {v.job_id for v in log} for j in view.pending)
+        marks.append(mark)
+        assert view.queued_since(mark) == ([], mark)
+        return inner(view)
+
+    policy.schedule = spy  # type: ignore[method-assign]
+    r = ddlsched.simulate(PHILLY, "philly512", policy, max_jobs=300, load_scale=4.0, timeseries=False)
+    assert marks == sorted(marks)
+    assert marks[-1] == 300 + r.raw.mechanisms["preemptions"]  # every arrival and every return after a preemption
