@@ -1,7 +1,8 @@
 """Tiresias keeps its queued jobs by queue across passes (``ddlsched.policies.las_queues``): at every pass of a run
 the walk must be the order a full rank-and-sort of the queue gives, with the same classes, and the wake-up time
 must be the earliest change over every running and queued job — checked here against those full rescans on runs
-that preempt and promote thousands of times."""
+that preempt and promote thousands of times; likewise the victims, worst first, against a rank-and-sort of every
+running job."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ def test_queue_index_matches_a_full_rank_and_sort(name: str, cluster: str) -> No
     policy = make_policy(name)
     order = policy.ordering
     assert isinstance(order, Tiresias)
-    walk, wake = order.pending_ranked, order.next_change
-    seen = {"passes": 0, "walked": 0, "wakes": 0}
+    walk, wake, victims = order.pending_ranked, order.next_change, order.victims
+    seen = {"passes": 0, "walked": 0, "wakes": 0, "victims": 0}
 
     def checked_walk(view: Any) -> Any:
         got = [(j.job_id, q) for j, q in walk(view)]  # the index first: it applies the promotions due now
@@ -42,11 +43,20 @@ def test_queue_index_matches_a_full_rank_and_sort(name: str, cluster: str) -> No
         seen["wakes"] += 1
         return got
 
+    def checked_victims(view: Any, may_preempt: Any) -> Any:
+        got = victims(view, may_preempt)
+        want = Ordering.victims(order, view, may_preempt)
+        assert [(j.job_id, q) for j, q in got] == [(j.job_id, q) for j, q in want]
+        seen["victims"] += len(got)
+        return got
+
     order.pending_ranked = checked_walk  # type: ignore[method-assign]
     order.next_change = checked_wake  # type: ignore[method-assign]
+    order.victims = checked_victims  # type: ignore[method-assign]
     r = ddlsched.simulate(PHILLY, cluster, policy, max_jobs=1500, load_scale=4.0, timeseries=False)
     assert not r.unfinished and len(r.records) == 1500
     assert seen["passes"] > 1000 and seen["wakes"] > 100 and seen["walked"] > 5 * seen["passes"]
+    assert seen["victims"] > 10 * seen["wakes"]
     assert r.raw.mechanisms["preemptions"] > 500
     assert order._base, "no starvation promotion happened: the test would not exercise the promotion heap"
 
@@ -68,3 +78,21 @@ def test_queued_since_logs_every_entry_into_the_queue() -> None:
     r = ddlsched.simulate(PHILLY, "philly512", policy, max_jobs=300, load_scale=4.0, timeseries=False)
     assert marks == sorted(marks)
     assert marks[-1] == 300 + r.raw.mechanisms["preemptions"]  # every arrival and every return after a preemption
+
+
+@pytest.mark.parametrize("name", ["srtf+consolidated", "sjf-preempt"])
+def test_srtf_walks_the_engine_index_in_the_full_sort_order(name: str) -> None:
+    policy = make_policy(name)
+    order = policy.ordering
+    walk = order.pending_ranked
+    passes = [0]
+
+    def checked_walk(view: Any) -> Any:
+        got = [(j.job_id, c) for j, c in walk(view)]
+        assert got == [(j.job_id, c) for j, c in Ordering.pending_ranked(order, view)]
+        passes[0] += 1
+        return walk(view)
+
+    order.pending_ranked = checked_walk  # type: ignore[method-assign]
+    r = ddlsched.simulate(PHILLY, "philly512", policy, max_jobs=800, load_scale=4.0, timeseries=False)
+    assert not r.unfinished and passes[0] > 500 and r.raw.mechanisms["preemptions"] > 50

@@ -74,18 +74,7 @@ class OrderedPolicy(Policy):
         if not view.pending:
             return []  # preemption only ever makes room for a queued job
         order = self.ordering
-        classes: dict[str, Any] = {}  # running job → preempt class (running ranks before queued in a class)
-        victims: list[JobView] | None = None  # running jobs, worst rank first; built on first need
-
-        def running_victims() -> list[JobView]:
-            ranks = {}
-            for j in view.running:
-                cls, key = order.rank(j)
-                ranks[j.job_id] = (cls, False, key)
-                classes[j.job_id] = cls
-            return sorted((j for j in view.running if self.may_preempt(j)), key=lambda j: ranks[j.job_id],
-                          reverse=True)
-
+        victims: list[tuple[JobView, Any]] | None = None  # (running job, class), worst first; built on first need
         alloc = view.allocation()
         out: list[Decision] = []
         started: list[JobView] = []
@@ -95,15 +84,15 @@ class OrderedPolicy(Policy):
                 if job.num_gpus <= alloc.num_free else None
             if gpus is None:
                 if victims is None:
-                    victims = running_victims()
+                    victims = order.victims(view, self.may_preempt)
                 # victims are sorted worst class first: the eligible ones (strictly worse class) are a prefix
                 n_eligible = 0
-                while n_eligible < len(victims) and classes[victims[n_eligible].job_id] > job_class:
+                while n_eligible < len(victims) and victims[n_eligible][1] > job_class:
                     n_eligible += 1
                 if n_eligible == 0 and alloc.num_free == 0:
                     waiting = True
                     break  # nothing free and nobody this job (or any later one) may evict
-                eligible = victims[:n_eligible]
+                eligible = [v for v, _ in victims[:n_eligible]]
                 if alloc.num_free + sum(v.num_gpus for v in eligible) < job.num_gpus:
                     waiting = True
                     continue

@@ -1,12 +1,22 @@
-"""Tiresias' queued jobs kept by queue across passes, so a preemptive pass costs no rank or sort of the queue.
+"""Tiresias' jobs kept by queue across passes, so a preemptive pass ranks and sorts neither the queue nor the
+running jobs.
 
-The pass (docs/policies/baselines.md, "Preemptive pass") walks the queued jobs by (queue, arrival). A queued job's
-queue changes only when it enters the queue (arrival or preemption: the engine's ``queued_since`` log) or at its
-starvation promotion, whose time is known when it enters (``Tiresias._queue_until``'s "until"). So the index
-re-ranks exactly those jobs — the log's new entries and the due promotions, from a heap — and every other queued job
-keeps the queue it had; a job leaves the index when the policy starts it (``left``). The walk is the same order the
-full rank-and-sort gives (``tests/test_las_queues.py`` checks it against a rescan at every pass), so records are
-byte-identical; a pass costs O(entries + promotions due + jobs walked) instead of O(queue · log queue).
+The preemptive pass (docs/policies/baselines.md, "Preemptive pass") walks the queued jobs by (queue, arrival) and
+takes victims from the running jobs by (queue, arrival), worst first. A job's queue changes only when it enters or
+leaves the queue, at a starvation promotion (queued) or at a threshold crossing (running) — each at a time known in
+advance, ``Tiresias._queue_until``'s "until". So each index re-ranks only the jobs that changed state and those whose
+"until" is due, from a heap; every other job keeps its queue.
+
+* :class:`QueuedByClass` learns of queued jobs from the engine's ``queued_since`` log (arrivals and returns after a
+  preemption) and of starts from the policy (``left``); it re-ranks at every pass, as the full ranking did.
+* :class:`RunningByClass` learns of starts from the policy (``started``); finished and preempted jobs drop out when
+  met. Its jobs are re-ranked only where the full pass ranked every running job (when it needed victims or a
+  wake-up time), because a running job's "until" is computed from the time it is ranked and float rounding would
+  otherwise differ in the last bit.
+
+Walks are in the order a full rank-and-sort gives (``tests/test_las_queues.py`` checks both indexes against full
+rescans at every pass), so records are byte-identical; a pass costs O(changes + jobs walked) instead of
+O(jobs · log jobs).
 """
 
 from __future__ import annotations
@@ -22,39 +32,29 @@ from ddlsched.engine.state import JobStatus
 if TYPE_CHECKING:
     from ddlsched.engine.view import SchedulerView
 
-PENDING = JobStatus.PENDING
 INF = float("inf")
+Classify = Callable[[JobView], tuple[int, float]]
 
 
-class QueuedByClass:
-    """Queued jobs in one bucket per queue (arrival order inside), with a heap of the times their queue changes.
+class _ByClass:
+    """Jobs of one status in one bucket per queue (arrival order inside) and a heap of their "until" times.
 
-    ``classify(job) -> (queue, until)`` must be exact for a queued job at the current time and may only change
-    at ``until`` or when the job leaves and re-enters the queue.
+    ``classify(job) -> (queue, until)`` is exact for a job of that status at the current time and changes only at
+    ``until`` or when the job changes status; ``until_now(job)`` is the "until" it was last classified with.
     """
 
-    def __init__(self, n_queues: int, classify: Callable[[JobView], tuple[int, float]]) -> None:
+    status: JobStatus
+
+    def __init__(self, n_queues: int, classify: Classify, until_now: Callable[[JobView], float]) -> None:
         self._classify = classify
+        self._until_now = until_now
         self.buckets: list[PendingQueue[JobView]] = [PendingQueue() for _ in range(n_queues)]
         self._where: dict[str, int] = {}  # job id -> bucket it is filed in
         self._due: list[tuple[float, int, int, JobView]] = []  # (until, seq, push count, job): min-heap
         self._pushes = 0
-        self._mark = 0
 
     def __len__(self) -> int:
         return len(self._where)
-
-    def sync(self, view: SchedulerView) -> None:
-        """File the jobs that entered the queue since the last sync and re-rank those whose queue is due."""
-        entered, self._mark = view.queued_since(self._mark)
-        for job in entered:
-            if job.status is PENDING:
-                self._file(job)
-        due, now = self._due, view.now
-        while due and not now < due[0][0]:
-            job = heapq.heappop(due)[3]
-            if job.status is PENDING:
-                self._file(job)
 
     def _file(self, job: JobView) -> None:
         q, until = self._classify(job)
@@ -69,29 +69,95 @@ class QueuedByClass:
             self._pushes += 1
             heapq.heappush(self._due, (until, seq, self._pushes, job))
 
-    def left(self, job: JobView) -> None:
-        """``job`` left the queue (the policy started it)."""
+    def _drop(self, job: JobView) -> None:
         q = self._where.pop(job.job_id, None)
         if q is not None:
             self.buckets[q].remove(job.seq)
 
-    def walk(self) -> Iterator[tuple[JobView, int]]:
-        """Queued jobs by (queue, arrival), with their queue. Nothing may change the index while walking."""
-        for q, bucket in enumerate(self.buckets):
-            for job in bucket:
-                if job.status is PENDING:  # always, unless a job was started without ``left``
-                    yield job, q
+    def _refile_due(self, now: float) -> None:
+        """Re-rank the jobs whose "until" has come (``now`` is not before it)."""
+        due, status, until_now = self._due, self.status, self._until_now
+        while due and not now < due[0][0]:
+            until, _, _, job = heapq.heappop(due)
+            if job.status is status and until_now(job) == until:
+                self._file(job)
 
-    def earliest_change(self, current_until: Callable[[JobView], float]) -> float:
-        """The earliest future time a queued job's queue changes (``inf``: none); drops outdated heap entries.
-
-        ``current_until(job)`` is the job's "until" as classified now; an entry that no longer matches it (the job
-        left the queue, or re-entered with a new one) is dropped.
-        """
-        due = self._due
+    def earliest_change(self) -> float:
+        """The earliest "until" of a filed job (``inf``: none); drops heap entries that are out of date."""
+        due, status, until_now = self._due, self.status, self._until_now
         while due:
             until, _, _, job = due[0]
-            if job.status is PENDING and current_until(job) == until:
+            if job.status is status and until_now(job) == until:
                 return until
             heapq.heappop(due)
         return INF
+
+
+class QueuedByClass(_ByClass):
+    """The queued jobs by queue."""
+
+    status = JobStatus.PENDING
+
+    def __init__(self, n_queues: int, classify: Classify, until_now: Callable[[JobView], float]) -> None:
+        super().__init__(n_queues, classify, until_now)
+        self._mark = 0
+
+    def sync(self, view: SchedulerView) -> None:
+        """File the jobs that entered the queue since the last sync and re-rank those whose promotion is due."""
+        entered, self._mark = view.queued_since(self._mark)
+        pending = self.status
+        for job in entered:
+            if job.status is pending:
+                self._file(job)
+        self._refile_due(view.now)
+
+    def left(self, job: JobView) -> None:
+        """``job`` left the queue (the policy started it)."""
+        self._drop(job)
+
+    def walk(self) -> Iterator[tuple[JobView, int]]:
+        """Queued jobs by (queue, arrival), with their queue. Nothing may change the index while walking."""
+        pending = self.status
+        for q, bucket in enumerate(self.buckets):
+            for job in bucket:
+                if job.status is pending:  # always, unless a job was started without ``left``
+                    yield job, q
+
+
+class RunningByClass(_ByClass):
+    """The running jobs by queue; synced only when the pass needs every running job's queue."""
+
+    status = JobStatus.RUNNING
+
+    def __init__(self, n_queues: int, classify: Classify, until_now: Callable[[JobView], float]) -> None:
+        super().__init__(n_queues, classify, until_now)
+        self._fresh: list[JobView] = []  # started since the last sync
+
+    def started(self, job: JobView) -> None:
+        self._fresh.append(job)
+
+    def sync(self, now: float) -> None:
+        """Rank the jobs started since the last sync and re-rank those whose threshold crossing is due."""
+        fresh, self._fresh = self._fresh, []
+        running = self.status
+        for job in fresh:
+            if job.status is running:
+                self._file(job)
+        self._refile_due(now)
+
+    def worst_first(self, now: float, may_preempt: Callable[[JobView], bool]) -> list[tuple[JobView, int]]:
+        """Running jobs that ``may_preempt`` allows, by (queue, arrival) descending, with their queue; jobs that
+        stopped running since they were filed are dropped here."""
+        self.sync(now)
+        out: list[tuple[JobView, int]] = []
+        stale: list[JobView] = []
+        running = self.status
+        for q in range(len(self.buckets) - 1, -1, -1):
+            for job in reversed(self.buckets[q]):
+                if job.status is not running:
+                    stale.append(job)
+                elif may_preempt(job):
+                    out.append((job, q))
+        for job in stale:
+            self._drop(job)
+        return out

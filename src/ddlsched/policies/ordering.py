@@ -15,13 +15,13 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 from ddlsched.engine.jobview import JobView
 from ddlsched.engine.state import JobStatus
 from ddlsched.engine.view import SchedulerView
-from ddlsched.policies.las_queues import QueuedByClass
+from ddlsched.policies.las_queues import QueuedByClass, RunningByClass
 
 _TOL = 1e-6  # seconds / GPU-seconds: absorbs float error at threshold and promotion times
 
@@ -50,7 +50,14 @@ class Ordering(ABC):
         return [(j, ranks[j.job_id][0]) for j in sorted(view.pending, key=lambda j: ranks[j.job_id])]
 
     def left_queue(self, job: JobView) -> None:  # noqa: B027 - optional hook
-        """The policy started ``job`` (for an ordering that keeps a queue index; see :meth:`pending_ranked`)."""
+        """The policy started ``job`` (for an ordering that keeps indexes; see :meth:`pending_ranked`)."""
+
+    def victims(self, view: SchedulerView, may_preempt: Callable[[JobView], bool]) -> list[tuple[JobView, Any]]:
+        """Running jobs ``may_preempt`` allows, worst first — by (preempt class, key) descending — each with its
+        preempt class. The default ranks and sorts every running job; an ordering may keep an index instead."""
+        ranks = {j.job_id: self.rank(j) for j in view.running}
+        chosen = sorted((j for j in view.running if may_preempt(j)), key=lambda j: ranks[j.job_id], reverse=True)
+        return [(j, ranks[j.job_id][0]) for j in chosen]
 
     def next_change(self, view: SchedulerView) -> float | None:
         """Earliest future time at which some job's key changes (so the policy must run again)."""
@@ -85,6 +92,11 @@ class Srtf(Ordering):
     def key(self, job: JobView) -> Any:
         return (job.remaining_ideal_s, job.seq)
 
+    def pending_ranked(self, view: SchedulerView) -> Iterable[tuple[JobView, Any]]:
+        # a queued job's remaining work does not change, so its key is static while queued: the engine's index
+        key = self.key
+        return ((j, key(j)) for j in view.pending_sorted(key))
+
 
 class Tiresias(Ordering):
     """Discretised 2D-LAS (Tiresias; docs/policies/gpu-sharing.md §5 gives the SJF-BSBF authors' settings).
@@ -118,18 +130,27 @@ class Tiresias(Ordering):
         # job → (queue, valid until, state token): a queue only changes at a threshold crossing (running)
         # or a starvation promotion (pending), both known in advance, or when the job starts/stops.
         self._cache: dict[str, tuple[int, float, tuple[Any, ...]]] = {}
-        self._queued: QueuedByClass | None = None  # the queued jobs by queue, kept across passes
+        self._queued: QueuedByClass | None = None  # queued and running jobs by queue, kept across passes
+        self._running: RunningByClass | None = None
 
     def reset(self) -> None:
         self._base.clear()
         self._cache.clear()
-        self._queued = None
+        self._queued = self._running = None
+
+    def _until_now(self, job: JobView) -> float:
+        return self._cache[job.job_id][1]
 
     def _index(self, view: SchedulerView) -> QueuedByClass:
         if self._queued is None:
-            self._queued = QueuedByClass(len(self.thresholds) + 1, self._queue_until)
+            self._queued = QueuedByClass(len(self.thresholds) + 1, self._queue_until, self._until_now)
         self._queued.sync(view)
         return self._queued
+
+    def _running_index(self) -> RunningByClass:
+        if self._running is None:
+            self._running = RunningByClass(len(self.thresholds) + 1, self._queue_until, self._until_now)
+        return self._running
 
     def _raw(self, job: JobView) -> float:
         return job.attained_gpu_s if self.service == "gpu_time" else job.executed_s
@@ -182,17 +203,15 @@ class Tiresias(Ordering):
     def left_queue(self, job: JobView) -> None:
         if self._queued is not None:
             self._queued.left(job)
+        self._running_index().started(job)
+
+    def victims(self, view: SchedulerView, may_preempt: Callable[[JobView], bool]) -> list[tuple[JobView, Any]]:
+        return self._running_index().worst_first(view.now, may_preempt)
 
     def next_change(self, view: SchedulerView) -> float | None:
-        best = math.inf
-        for job in view.running:
-            until = self._queue_until(job)[1]
-            if until < best:
-                best = until
-        cache = self._cache
-        until = self._index(view).earliest_change(lambda j: cache[j.job_id][1])  # queued jobs' promotions
-        if until < best:
-            best = until
+        running = self._running_index()
+        running.sync(view.now)
+        best = min(running.earliest_change(), self._index(view).earliest_change())  # crossings, promotions
         return None if best == math.inf else best
 
 
