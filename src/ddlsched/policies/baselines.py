@@ -13,6 +13,7 @@ never evicted for one of its own class (no thrashing inside a Tiresias queue).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import accumulate
 from typing import Any
 
 from ddlsched.engine.decisions import Decision, Preempt, Start, WakeAt
@@ -74,7 +75,11 @@ class OrderedPolicy(Policy):
         if not view.pending:
             return []  # preemption only ever makes room for a queued job
         order = self.ordering
-        victims: list[tuple[JobView, Any]] | None = None  # (running job, class), worst first; built on first need
+        # running jobs worst first with their class, built on first need; victims[:first] are already taken,
+        # gpus_before[i] = GPUs of victims[:i]
+        victims: list[tuple[JobView, Any]] = []
+        gpus_before: list[int] = []
+        first = -1
         alloc = view.allocation()
         out: list[Decision] = []
         started: list[JobView] = []
@@ -83,33 +88,32 @@ class OrderedPolicy(Policy):
             gpus = self.placement.place(job, alloc.for_mem(job.mem_mb), view) \
                 if job.num_gpus <= alloc.num_free else None
             if gpus is None:
-                if victims is None:
+                if first < 0:
                     victims = order.victims(view, self.may_preempt)
+                    gpus_before = [0, *accumulate(v.num_gpus for v, _ in victims)]
+                    first = 0
                 # victims are sorted worst class first: the eligible ones (strictly worse class) are a prefix
-                n_eligible = 0
-                while n_eligible < len(victims) and victims[n_eligible][1] > job_class:
-                    n_eligible += 1
-                if n_eligible == 0 and alloc.num_free == 0:
+                end = _end_of_worse(victims, first, job_class)
+                if end == first and alloc.num_free == 0:
                     waiting = True
                     break  # nothing free and nobody this job (or any later one) may evict
-                eligible = [v for v, _ in victims[:n_eligible]]
-                if alloc.num_free + sum(v.num_gpus for v in eligible) < job.num_gpus:
+                if alloc.num_free + gpus_before[end] - gpus_before[first] < job.num_gpus:
                     waiting = True
                     continue
-                taken: list[JobView] = []
-                for v in eligible:
-                    alloc.release(v.gpus)
-                    taken.append(v)
+                taken = first
+                while taken < end:
+                    alloc.release(victims[taken][0].gpus)
+                    taken += 1
                     gpus = self.placement.place(job, alloc.for_mem(job.mem_mb), view)
                     if gpus is not None:
                         break
                 if gpus is None:  # fragmentation: undo the tentative preemptions
-                    for v in taken:
+                    for v, _ in victims[first:taken]:
                         alloc.take(v.gpus)
                     waiting = True
                     continue
-                del victims[: len(taken)]
-                out.extend(Preempt(v.job_id) for v in taken)
+                out.extend(Preempt(v.job_id) for v, _ in victims[first:taken])
+                first = taken
             alloc.take(gpus)
             out.append(Start(job.job_id, tuple(gpus)))
             started.append(job)
@@ -120,3 +124,15 @@ class OrderedPolicy(Policy):
         for job in started:
             order.left_queue(job)
         return out
+
+
+def _end_of_worse(victims: Sequence[tuple[JobView, Any]], lo: int, job_class: Any) -> int:
+    """First index ≥ ``lo`` whose class is not worse than ``job_class`` (classes are non-increasing)."""
+    hi = len(victims)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if victims[mid][1] > job_class:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
