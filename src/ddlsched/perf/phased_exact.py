@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf.base import Placement, compute_time, ring_bytes_per_hop
-from ddlsched.perf.tcp_share import tcp_rates, weighted_fill
+from ddlsched.perf.tcp_share import check_params, tcp_rates, weighted_fill
 
 _TINY = 1e-12
 
@@ -82,6 +82,8 @@ class PhaseClock:
     instead of max-min."""
 
     def __init__(self, cap: Sequence[float], tcp_exponent: float | None = None, tcp_own_queue: float = 0.0) -> None:
+        if tcp_exponent is not None:
+            check_params(tcp_exponent, tcp_own_queue)
         self.cap = cap
         self.tcp_exponent = tcp_exponent
         self.tcp_own_queue = tcp_own_queue
