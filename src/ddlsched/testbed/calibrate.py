@@ -10,10 +10,11 @@ Each parameter is fitted on the calibration rows that isolate it (docs/validatio
   shared rows are left out because they also depend on the sharing rule;
 * **per-hop latency α ≥ 0** from the *latency-bound lone* rows' residual after e (weighted least squares of
   ``measured − V/(e·r)`` on ``2(n−1)``, clipped at 0: a negative residual is the shaper's burst, not a latency);
-* **the TCP rule's γ and κ** (``tcp_exponent``, ``tcp_own_queue``, docs/physics.md §12) on the *shared* rows: a
-  pattern search minimising the mean squared relative communication error of ``phased[exact,fairness=tcp]``
-  predictions (with the fitted e, α) over the scenarios with two jobs or more; saved under ``tcp`` and used by
-  every calibrated ``fairness=tcp`` variant. A parameter no calibration row depends on keeps its default;
+* **the TCP rule's γ and κ** (``tcp_exponent``, ``tcp_own_queue``, docs/physics.md §12) on the *shared* rows:
+  a grid search, then a pattern search from its best point, minimising the mean squared relative communication
+  error of ``phased[exact,fairness=tcp]`` predictions (with the fitted e, α) over the scenarios with two jobs or
+  more; saved under ``tcp`` and used by every calibrated ``fairness=tcp`` variant. A parameter no calibration
+  row depends on keeps its default;
 * every other model in ``PERF_MODELS`` that has an entry in :data:`FREE_PARAMS` (the per-NIC alpha-beta-eta
   model's β, η in ms/MB at 10 GbE-equivalent with ``scale_by_nic``; SJF-BCO's ξ2 and α) by the same pattern
   search on its own replayed predictions over the whole calibration suite. Models without an entry are reported
@@ -26,7 +27,9 @@ emulation's seconds (it includes the worker's per-step software overhead) — on
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -160,12 +163,13 @@ RAW_PARAMS: dict[str, dict[str, Any]] = {"abe": {"scale_by_nic": True}}
 
 
 def pattern_search(loss: Callable[[Mapping[str, float]], float], free: Mapping[str, tuple[float, float, float]],
-                   additive: Mapping[str, float] | None = None) -> tuple[dict[str, float], float]:
-    """Minimise ``loss`` over the free parameters (initial value, lower, upper bound): per parameter, try × and
-    ÷ 2^step and ± step · additive scale (default 0.01, so parameters may reach 0); halve the step when nothing
-    improves, stop below 1e-3. Deterministic."""
+                   additive: Mapping[str, float] | None = None,
+                   start: Mapping[str, float] | None = None) -> tuple[dict[str, float], float]:
+    """Minimise ``loss`` over the free parameters (initial value, lower, upper bound), from ``start`` if given:
+    per parameter, try × and ÷ 2^step and ± step · additive scale (default 0.01, so parameters may reach 0); halve
+    the step when nothing improves, stop below 1e-3. Deterministic; a local search (see :func:`grid_search`)."""
     keys = list(free)
-    x = {k: free[k][0] for k in keys}
+    x = {k: (start or {}).get(k, free[k][0]) for k in keys}
     add = {k: (additive or {}).get(k, 0.01) for k in keys}
     best = loss(x)
     step = 1.0
@@ -203,10 +207,27 @@ def fit_black_box(cluster: Cluster, executed: Sequence[tuple[Sequence[JobRun], M
     return {**fixed, **x, "fit_rmse_rel": best**0.5}
 
 
+def grid_search(loss: Callable[[Mapping[str, float]], float], free: Mapping[str, tuple[float, float, float]],
+                points: int) -> dict[str, float]:
+    """The best point of a regular grid of ``points`` values per parameter between its bounds (first found wins
+    ties, in the order of the grid: smallest values first). Used before :func:`pattern_search` where the loss has
+    plateaus a local search cannot leave (the TCP rule's κ changes nothing until a ring's weighted share drops
+    below its own bottleneck's rate)."""
+    keys = list(free)
+    best, arg = math.inf, {k: free[k][0] for k in keys}
+    for combo in itertools.product(*(np.linspace(free[k][1], free[k][2], points) for k in keys)):
+        x = {k: float(v) for k, v in zip(keys, combo, strict=True)}
+        val = loss(x)
+        if val < best:
+            best, arg = val, x
+    return arg
+
+
 # the TCP rule's free parameters (initial value = the documented default, bounds) and their additive steps
 TCP_FREE: dict[str, tuple[float, float, float]] = {"tcp_exponent": (DEFAULT_EXPONENT, 0.0, 4.0),
                                                    "tcp_own_queue": (DEFAULT_OWN_QUEUE, 0.0, 1.0)}
-TCP_STEP = {"tcp_exponent": 0.25, "tcp_own_queue": 0.25}
+TCP_STEP = {"tcp_exponent": 0.05, "tcp_own_queue": 0.025}
+TCP_GRID = 41  # γ in steps of 0.1, κ of 0.025
 
 
 def fit_tcp(cluster: Cluster, executed: Sequence[tuple[Sequence[JobRun], Mapping[str, float]]],
@@ -227,7 +248,7 @@ def fit_tcp(cluster: Cluster, executed: Sequence[tuple[Sequence[JobRun], Mapping
             err.extend((pred[j].comm_s / meas[j] - 1) ** 2 for j in meas)
         return float(np.mean(err))
 
-    x, _ = pattern_search(loss, TCP_FREE, TCP_STEP)
+    x, _ = pattern_search(loss, TCP_FREE, TCP_STEP, start=grid_search(loss, TCP_FREE, TCP_GRID))
     flat = [k for k in TCP_FREE if loss({**x, k: TCP_FREE[k][1]}) == loss({**x, k: TCP_FREE[k][2]})]
     for k in flat:
         x[k] = TCP_FREE[k][0]
