@@ -7,7 +7,7 @@ from ddlsched.errors import ConfigError
 from ddlsched.perf import make_perf_model
 from ddlsched.perf.base import Placement
 from ddlsched.perf.phased_exact import PhaseClock, phased_job
-from ddlsched.perf.tcp_share import contended, tcp_rates
+from ddlsched.perf.tcp_share import contended, own_slow_queues, tcp_rates
 from ddlsched.workload.profiles import ModelProfile
 
 PROF = ModelProfile("m", grad_mb=100.0, compute_ms=50.0, batch_size=32, mem_mb=1000)
@@ -88,3 +88,50 @@ def test_phase_clock_shares_by_the_same_rule():
     a, b = jobs
     dt, _ = clock.step()  # the first ring to finish its bytes at the TCP-biased rates
     assert dt == pytest.approx(min(a.bytes_per_hop / (C * W2 / (1 + W2)), b.bytes_per_hop / (C / (1 + W2))))
+
+
+def slow_pair() -> tuple[Cluster, list[Placement]]:
+    """Servers 0, 1 at 10 Gb/s, 2, 3 at 4 Gb/s. a: 2-ring on servers 1, 3 (its 4 Gb/s NIC is its own slow
+    queue on both hops); b: 2-ring on servers 0, 1 (shares server 1's NIC with a)."""
+    fast, slow = ServerSpec(4, "V100", 10.0), ServerSpec(4, "V100", 4.0)
+    c = Cluster.build("t", [[fast, fast, slow, slow]], {"V100": GPUType("V100", 32768)})
+    g = c.server_gpus
+    return c, [Placement("a", (g[1][0], g[3][0]), PROF), Placement("b", (g[0][1], g[1][1]), PROF)]
+
+
+def test_own_slow_queues_are_structural():
+    c, ps = slow_pair()
+    cap = [link.capacity_Bps for link in c.links]
+    hops = {p.job_id: [tuple(h) for h in c.ring_hops(p.gpus)] for p in ps}
+    assert own_slow_queues(hops, cap) == {"a": [1, 1], "b": [0, 0]}  # server 3's rx (hop 1→3), tx (hop 3→1)
+    assert own_slow_queues({"a": hops["a"]}, cap) == {"a": [1, 1]}  # alone too: W = max(1, κ)^−γ = 1
+
+
+@pytest.mark.parametrize("kappa,gamma,expected_a", [
+    (0.0, 1.5, 0.4),  # today's rule: a at its alone rate (its 4 Gb/s NIC), b takes the rest of server 1's NIC
+    (1.0, 1.5, 2 ** -1.5 / (1 + 2 ** -1.5)),  # n_a = 2: W_a = 0.354 → a = 0.261 C
+    (0.5, 1.5, 1.5 ** -1.5 / (1 + 1.5 ** -1.5)),  # n_a = 1.5: W_a = 0.544 → a = 0.352 C
+    (0.2, 1.5, 0.4),  # W_a = 1.2^−1.5 = 0.761: its weighted share 0.432 C exceeds its alone rate 0.4 C
+])
+def test_own_slow_queue_weight_by_hand(kappa: float, gamma: float, expected_a: float):
+    """Server 1's tx (a's hop 1→3, b's 1→0) and rx (a's 3→1, b's 0→1; fed by two NICs) are contended; each hop
+    of a also crosses its own slow queue: n_a = 1 + κ, n_b = 1. On server 1's queues W_a·L + L = C, a = W_a·L
+    unless that exceeds a's alone rate 0.4 C."""
+    c, ps = slow_pair()
+    pm = make_perf_model("maxmin", c, fairness="tcp", tcp_exponent=gamma, tcp_own_queue=kappa)
+    for p in ps:
+        pm.add(p)
+    assert pm.rate("a") == pytest.approx(expected_a * C)
+    assert pm.rate("b") == pytest.approx((1 - expected_a) * C)
+
+
+def test_own_queue_parameter_is_checked_and_reported():
+    c = four_by_four()
+    for bad in (-0.1, 1.5, float("nan"), float("inf")):
+        with pytest.raises(ConfigError, match="tcp_own_queue"):
+            make_perf_model("maxmin", c, fairness="tcp", tcp_own_queue=bad)
+    with pytest.raises(ConfigError, match="fairness='tcp' only"):
+        make_perf_model("maxmin", c, tcp_own_queue=0.5)
+    assert make_perf_model("maxmin", c, fairness="tcp", tcp_own_queue=0.5).params()["tcp_own_queue"] == 0.5
+    with pytest.raises(ValueError, match="tcp_own_queue"):
+        PhaseClock([1.0], tcp_exponent=1.5, tcp_own_queue=2.0)

@@ -33,7 +33,8 @@ ignores queueing delay, which the testbed shows inflates RTT on busy NICs).
 ``fairness="tcp"`` keeps per-ring sharing but weights each ring by the queues where rings compete that its worst
 hop crosses, ``W_j = max(1, n)^−γ`` (``tcp_exponent`` γ, default 1.5: TCP Reno's throughput ∝ 1/(RTT·√loss) with
 queueing delay and loss both ∝ contended queues), iterated to a fixed point (``ddlsched.perf.tcp_share``,
-docs/physics.md §12).
+docs/physics.md §12); ``tcp_own_queue`` κ ∈ [0, 1] (default 0) counts a ring's own slow queue on a hop as κ of a
+contended one.
 
 Only the connected component of a changed job is recomputed: jobs linked through shared links that can
 bind (Σ m_jl · alone_j > C_l, where alone_j is j's rate alone); a link that cannot saturate couples nothing.
@@ -48,7 +49,7 @@ from typing import Any
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf.base import IterationTime, PerfModel, Placement, compute_time, ring_bytes_per_hop
-from ddlsched.perf.tcp_share import DEFAULT_EXPONENT, tcp_rates
+from ddlsched.perf.tcp_share import DEFAULT_EXPONENT, DEFAULT_OWN_QUEUE, check_params, tcp_rates
 
 _REL_TOL = 1e-9
 FAIRNESS = ("ring", "flow", "flow-rtt", "tcp")
@@ -59,19 +60,19 @@ class MaxMinLinkSharing(PerfModel):
     description = "ring all-reduce flows share every link they cross, weighted max-min fair (progressive filling)"
 
     def __init__(self, cluster: Cluster, efficiency: float = 1.0, fairness: str = "ring",
-                 tcp_exponent: float = DEFAULT_EXPONENT) -> None:
+                 tcp_exponent: float = DEFAULT_EXPONENT, tcp_own_queue: float = DEFAULT_OWN_QUEUE) -> None:
         super().__init__(cluster)
         if not 0 < efficiency <= 1:
             raise ValueError("efficiency must be in (0, 1]")
         if fairness not in FAIRNESS:
             raise ValueError(f"fairness must be one of {', '.join(map(repr, FAIRNESS))}, not {fairness!r}")
-        if not (math.isfinite(tcp_exponent) and tcp_exponent >= 0):
-            raise ValueError(f"tcp_exponent must be a finite number >= 0, not {tcp_exponent!r}")
-        if tcp_exponent != DEFAULT_EXPONENT and fairness != "tcp":
-            raise ValueError("tcp_exponent applies to fairness='tcp' only")
+        check_params(tcp_exponent, tcp_own_queue)
+        if (tcp_exponent != DEFAULT_EXPONENT or tcp_own_queue != DEFAULT_OWN_QUEUE) and fairness != "tcp":
+            raise ValueError("tcp_exponent and tcp_own_queue apply to fairness='tcp' only")
         self.efficiency = efficiency
         self.fairness = fairness
         self.tcp_exponent = tcp_exponent
+        self.tcp_own_queue = tcp_own_queue
         self._hops: dict[str, list[tuple[tuple[int, ...], float]]] = {}  # flow mode: hop links, hop alone rate
         self._paths: dict[str, list[tuple[int, ...]]] = {}  # tcp mode: the links of every hop, in path order
         self._cap = [link.capacity_Bps * efficiency for link in cluster.links]
@@ -102,6 +103,8 @@ class MaxMinLinkSharing(PerfModel):
             out["fairness"] = self.fairness
         if self.fairness == "tcp":
             out["tcp_exponent"] = self.tcp_exponent
+            if self.tcp_own_queue:
+                out["tcp_own_queue"] = self.tcp_own_queue
         return out
 
     def alone(self, job_id: str) -> IterationTime:
@@ -218,7 +221,8 @@ class MaxMinLinkSharing(PerfModel):
         if self.fairness == "ring":
             rates = self.fill(comp)
         elif self.fairness == "tcp":
-            rates = tcp_rates({j: self._paths[j] for j in comp}, self._cap, self.tcp_exponent)
+            rates = tcp_rates({j: self._paths[j] for j in comp}, self._cap, self.tcp_exponent,
+                              own_queue=self.tcp_own_queue)
         else:
             rates = self.fill_flows(comp)
         changed: dict[str, IterationTime] = {}

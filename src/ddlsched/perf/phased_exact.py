@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf.base import Placement, compute_time, ring_bytes_per_hop
-from ddlsched.perf.tcp_share import tcp_rates, weighted_fill
+from ddlsched.perf.tcp_share import check_params, tcp_rates, weighted_fill
 
 _TINY = 1e-12
 
@@ -78,11 +78,15 @@ class PhaseClock:
     then latency, left; hidden compute left). :meth:`step` moves every job on by the time to the next phase end
     (or ``limit``) under the max-min rates of the jobs sending then, and returns the jobs that finished an
     iteration — they have already begun the next one's compute. With ``tcp_exponent`` set, the jobs sending share
-    the links by the TCP-biased rule (``ddlsched.perf.tcp_share``, docs/physics.md §12) instead of max-min."""
+    the links by the TCP-biased rule (``ddlsched.perf.tcp_share``, docs/physics.md §12; ``tcp_own_queue`` its κ)
+    instead of max-min."""
 
-    def __init__(self, cap: Sequence[float], tcp_exponent: float | None = None) -> None:
+    def __init__(self, cap: Sequence[float], tcp_exponent: float | None = None, tcp_own_queue: float = 0.0) -> None:
+        if tcp_exponent is not None:
+            check_params(tcp_exponent, tcp_own_queue)
         self.cap = cap
         self.tcp_exponent = tcp_exponent
+        self.tcp_own_queue = tcp_own_queue
         self.jobs: dict[str, PhasedJob] = {}
         self.phase: dict[str, int] = {}  # 0 = compute only, 1 = communicating
         self.t_left: dict[str, float] = {}
@@ -109,7 +113,8 @@ class PhaseClock:
         elif self.tcp_exponent is None:
             rates = maxmin_rates(sending, self.cap)
         else:
-            rates = tcp_rates({j.job_id: j.hops for j in sending if j.use}, self.cap, self.tcp_exponent)
+            rates = tcp_rates({j.job_id: j.hops for j in sending if j.use}, self.cap, self.tcp_exponent,
+                              own_queue=self.tcp_own_queue)
         dt = limit
         for k in self.jobs:
             if self.phase[k] == 0:

@@ -14,24 +14,30 @@ The allocation, for a set of rings that can couple (one component of ``maxmin``)
    *shadowed*: a queue whose every hop arrives from one and the same upstream link u, with C_u ≤ C_l, cannot
    build (its input is already paced to at most C_l) — e.g. the receive side of a NIC pair that only one
    sender's transmit queue feeds;
-3. hop h of ring j crosses n_h contended queues; W_j = min over its hops of max(1, n_h)^−γ (the ring is
-   step-synchronous, so its slowest hop sets its pace; γ = ``exponent``, 1.5 for RTT ∝ queues and loss ∝
-   queues under Reno);
+3. hop h of ring j crosses n_h contended queues, plus κ (``own_queue``, default 0) for every *own slow queue*
+   on it: a link that no other ring crosses and that is strictly slower than every other link of the hop, so
+   the hop's packets arrive at (or leave for) it faster than it drains and TCP keeps a queue there;
+   W_j = min over its hops of max(1, n_h)^−γ (the ring is step-synchronous, so its slowest hop sets its pace;
+   γ = ``exponent``, 1.5 for RTT ∝ queues and loss ∝ queues under Reno);
 4. repeat from 1 with the new weights until the contended set stops changing (at most ``max_rounds`` times; the
    last allocation is returned, so the result is deterministic either way).
 
-Assumptions (stated, not fitted): every contended queue adds the same delay and the same loss; base RTT is
-negligible against queueing; a ring's own bottleneck that no other ring crosses adds nothing (it is not where
-rings compete); one weight per ring, taken from its worst hop, everywhere it crosses. With all weights 1 this is
-exactly per-ring max-min.
+Assumptions: every contended queue adds the same delay and the same loss; base RTT is negligible against
+queueing; an own slow queue counts κ of a contended one (κ = 0: it adds nothing, the default; κ = 1: as much);
+one weight per ring, taken from its worst hop, everywhere it crosses. Own slow queues are structural (capacities
+and which rings cross a link, not rates), so they cannot make the iteration oscillate. γ and κ are defaults
+here; ``ddlsched testbed calibrate`` fits both on its own scenarios (docs/validation.md). With all weights 1
+(γ = 0) this is exactly per-ring max-min.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
 DEFAULT_EXPONENT = 1.5
+DEFAULT_OWN_QUEUE = 0.0
 MAX_ROUNDS = 8
 _SATURATED = 1e-6  # relative slack under which a link counts as full
 
@@ -94,22 +100,62 @@ def contended(hops: Mapping[str, Sequence[tuple[int, ...]]], rates: Mapping[str,
     return frozenset(out)
 
 
-def ring_weights(hops: Mapping[str, Sequence[tuple[int, ...]]], queues: frozenset[int],
-                 exponent: float) -> dict[str, float]:
-    """W_j = max(1, contended queues on j's worst hop)^−exponent (1 for every ring when ``exponent`` is 0)."""
-    return {j: float(max(1, *(sum(1 for lid in hop if lid in queues) for hop in hs)) ** -exponent)
-            for j, hs in hops.items()}
+def own_slow_queues(hops: Mapping[str, Sequence[tuple[int, ...]]], cap: Sequence[float]) -> dict[str, list[int]]:
+    """Per ring, per hop: how many of the hop's links are *own slow queues* — crossed by no other ring and
+    strictly slower than every other link of the hop (a hop of one link has none)."""
+    rings: dict[int, set[str]] = {}
+    for j, hs in hops.items():
+        for hop in hs:
+            for lid in hop:
+                rings.setdefault(lid, set()).add(j)
+    out: dict[str, list[int]] = {}
+    for j, hs in hops.items():
+        counts = []
+        for hop in hs:
+            k = 0
+            for i, lid in enumerate(hop):
+                others = [cap[o] for n, o in enumerate(hop) if n != i]
+                if others and len(rings[lid]) == 1 and cap[lid] < min(others) * (1 - 1e-9):
+                    k += 1
+            counts.append(k)
+        out[j] = counts
+    return out
+
+
+def ring_weights(hops: Mapping[str, Sequence[tuple[int, ...]]], queues: frozenset[int], exponent: float,
+                 own: Mapping[str, Sequence[int]] | None = None, own_queue: float = 0.0) -> dict[str, float]:
+    """W_j = max(1, n on j's worst hop)^−exponent, n = contended queues + ``own_queue`` · own slow queues of the
+    hop (1 for every ring when ``exponent`` is 0)."""
+    out = {}
+    for j, hs in hops.items():
+        worst = 1.0
+        for h, hop in enumerate(hs):
+            n = sum(1 for lid in hop if lid in queues) + (own_queue * own[j][h] if own and own_queue else 0.0)
+            worst = max(worst, n)
+        out[j] = float(worst ** -exponent)
+    return out
+
+
+def check_params(exponent: float, own_queue: float) -> None:
+    """Refuse a TCP-rule parameter outside its range (γ finite ≥ 0, κ in [0, 1]) with the parameter's name."""
+    if not (math.isfinite(exponent) and exponent >= 0):
+        raise ValueError(f"tcp_exponent must be a finite number >= 0, not {exponent!r}")
+    if not (math.isfinite(own_queue) and 0 <= own_queue <= 1):
+        raise ValueError(f"tcp_own_queue must be a number in [0, 1], not {own_queue!r}")
 
 
 def tcp_rates(hops: Mapping[str, Sequence[tuple[int, ...]]], cap: Sequence[float],
-              exponent: float = DEFAULT_EXPONENT, max_rounds: int = MAX_ROUNDS) -> dict[str, float]:
-    """Per-hop rates (bytes/s) of the rings ``hops`` (ring → path of each hop) under the contended-queue weights."""
+              exponent: float = DEFAULT_EXPONENT, max_rounds: int = MAX_ROUNDS,
+              own_queue: float = DEFAULT_OWN_QUEUE) -> dict[str, float]:
+    """Per-hop rates (bytes/s) of the rings ``hops`` (ring → path of each hop) under the contended-queue weights
+    (``own_queue`` = κ, the weight of an own slow queue)."""
     use = {j: Counter(lid for hop in hs for lid in hop) for j, hs in hops.items()}
+    own = own_slow_queues(hops, cap) if own_queue else None
     weights = {j: 1.0 for j in hops}
     rates = weighted_fill(use, weights, cap)
     queues = contended(hops, rates, cap)
     for _ in range(max_rounds):
-        new = ring_weights(hops, queues, exponent)
+        new = ring_weights(hops, queues, exponent, own, own_queue)
         if new == weights:
             break
         weights = new

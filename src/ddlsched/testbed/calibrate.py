@@ -1,14 +1,24 @@
 """Fit the physics parameters to testbed measurements and save them as a calibration profile (JSON).
 
-Fitted (docs/physics.md §2 ring cost, docs/policies/adadual.md §2 alpha-beta-eta):
+Each parameter is fitted on the calibration rows that isolate it (docs/validation.md, "Calibration"):
 
-* per-hop latency α and link efficiency e of the ring cost ``comm = V/(e·r) + 2(n−1)·α``, where ``V/r`` is the
-  max-min model's communication time at e = 1, α = 0 — a linear least-squares fit over every calibration job,
-  rows weighted by 1/measured so short and long transfers count alike;
-* every other model in ``PERF_MODELS`` that has an entry in :data:`FREE_PARAMS` (the per-NIC
-  alpha-beta-eta model's β, η in ms/MB at 10 GbE-equivalent with ``scale_by_nic``; SJF-BCO's ξ2 and α) by a
-  derivative-free search (log-scale pattern search) minimising the mean squared relative error of its own
-  replayed predictions over the calibration suite. Models without an entry are reported uncalibrated.
+* **link efficiency e** of the ring cost ``comm = V/(e·r) + 2(n−1)·α`` (docs/physics.md §2; ``V/r`` is the
+  max-min model's time at e = 1, α = 0): weighted least squares (rows weighted by 1/measured) over the
+  *bandwidth-bound lone* rows only — scenarios with one job whose ring steps are long against the shaper's bucket
+  (:func:`row_role`). Latency-bound rows are left out because the token-bucket shaper lets the first bucket of
+  every ring step through at line rate, so a short transfer runs faster than the shaped rate and would pull e up;
+  shared rows are left out because they also depend on the sharing rule;
+* **per-hop latency α ≥ 0** from the *latency-bound lone* rows' residual after e (weighted least squares of
+  ``measured − V/(e·r)`` on ``2(n−1)``, clipped at 0: a negative residual is the shaper's burst, not a latency);
+* **the TCP rule's γ and κ** (``tcp_exponent``, ``tcp_own_queue``, docs/physics.md §12) on the *shared* rows:
+  a grid search, then a pattern search from its best point, minimising the mean squared relative communication
+  error of ``phased[exact,fairness=tcp]`` predictions (with the fitted e, α) over the scenarios with two jobs or
+  more; saved under ``tcp`` and used by every calibrated ``fairness=tcp`` variant. A parameter no calibration
+  row depends on keeps its default;
+* every other model in ``PERF_MODELS`` that has an entry in :data:`FREE_PARAMS` (the per-NIC alpha-beta-eta
+  model's β, η in ms/MB at 10 GbE-equivalent with ``scale_by_nic``; SJF-BCO's ξ2 and α) by the same pattern
+  search on its own replayed predictions over the whole calibration suite. Models without an entry are reported
+  uncalibrated.
 
 The profile is loaded with :func:`load_calibration`; :func:`calibrated_cluster` sets α on a cluster and
 :func:`ddlsched.testbed.predict.model_params` hands each model the keys its constructor accepts. α is in the
@@ -17,9 +27,11 @@ emulation's seconds (it includes the worker's per-step software overhead) — on
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -28,6 +40,7 @@ import numpy as np
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf import PERF_MODELS
+from ddlsched.perf.tcp_share import DEFAULT_EXPONENT, DEFAULT_OWN_QUEUE
 from ddlsched.testbed.executor import RunResult
 from ddlsched.testbed.predict import JobRun, predict
 from ddlsched.testbed.scenarios import Scenario
@@ -47,35 +60,76 @@ def calibrated_cluster(cluster: Cluster, calibration: Mapping[str, Any] | None) 
     return replace(cluster, hop_latency_s=float(calibration["hop_latency_s"]))
 
 
+# the testbed shaper's bucket, in seconds at the link rate (ddlsched.testbed.fabric: 0.5 ms, ≥ 4 kB)
+SHAPER_BUCKET_S = 0.0005
+# a lone row is latency-bound when one bucket per ring step is at least this share of its line-rate time
+LATENCY_BOUND_SHARE = 0.02
+
+
+def row_role(x_bw: float, x_lat: float, jobs_in_scenario: int) -> str:
+    """Which parameter a calibration row informs: ``"shared"`` (two jobs or more: the sharing rule's γ, κ),
+    ``"latency"`` (one job whose 2(n−1) ring steps × one shaper bucket ≥ :data:`LATENCY_BOUND_SHARE` of its
+    line-rate time ``x_bw``: α) or ``"bandwidth"`` (one job otherwise: e)."""
+    if jobs_in_scenario > 1:
+        return "shared"
+    return "latency" if x_lat * SHAPER_BUCKET_S >= LATENCY_BOUND_SHARE * x_bw else "bandwidth"
+
+
+def fit_ring_cost(rows: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
+    """(e, α) from calibration rows (``x_bw``, ``x_lat``, ``measured``, ``role``), rows weighted by 1/measured:
+    u = 1/e solves the weighted least-squares normal equation of the bandwidth rows and α that of the latency rows
+    (``measured ≈ u·x_bw + α·x_lat`` on both; a 2 × 2 system); if α comes out negative — a latency row running
+    faster than the shaped rate — α = 0 and u from the bandwidth rows alone. e is capped at 1. Raises ValueError
+    without a bandwidth row."""
+    bw = [r for r in rows if r["role"] == "bandwidth"]
+    lat = [r for r in rows if r["role"] == "latency"]
+    if not bw:
+        raise ValueError("calibration: no bandwidth-bound lone-ring row to fit the link efficiency on")
+
+    def normal(rs: Sequence[Mapping[str, Any]], on: str) -> tuple[float, float, float]:
+        """Σ w²·z·x_bw, Σ w²·z·x_lat, Σ w²·z·measured with z = the row's ``on`` column."""
+        w2 = [1.0 / r["measured"] ** 2 for r in rs]
+        return (sum(w * r[on] * r["x_bw"] for w, r in zip(w2, rs, strict=True)),
+                sum(w * r[on] * r["x_lat"] for w, r in zip(w2, rs, strict=True)),
+                sum(w * r[on] * r["measured"] for w, r in zip(w2, rs, strict=True)))
+
+    b_u, b_a, b_y = normal(bw, "x_bw")
+    u, alpha = b_y / b_u, 0.0
+    if lat:
+        l_u, l_a, l_y = normal(lat, "x_lat")
+        det = b_u * l_a - b_a * l_u
+        if det != 0:
+            u2, a2 = (b_y * l_a - b_a * l_y) / det, (b_u * l_y - l_u * b_y) / det
+            if a2 > 0:
+                u, alpha = u2, a2
+    return min(1.0, 1.0 / u), alpha
+
+
 def fit(cluster: Cluster, runs: Sequence[tuple[Scenario, RunResult]], *, nic_mbit: float,
         scale: float) -> dict[str, Any]:
-    """Fit α, e, β, η from calibration runs on the (scaled, α = 0) ``cluster``."""
+    """Fit e, α (ring cost), γ, κ (TCP rule), β, η, … from calibration runs on the (scaled, α = 0) ``cluster``."""
     base = replace(cluster, hop_latency_s=0.0)
     rows: list[dict[str, Any]] = []
     for sc, res in runs:
         executed = res.as_executed(sc.jobs)
         pred = predict(base, executed, "maxmin")
         for j in executed:
+            x_bw, x_lat = pred[j.job_id].comm_s, 2 * (len(j.gpus) - 1)
             rows.append({"scenario": sc.name, "job": j.job_id, "n": len(j.gpus), "grad_mb": j.grad_mb,
-                         "x_bw": pred[j.job_id].comm_s, "x_lat": 2 * (len(j.gpus) - 1),
-                         "measured": res.jobs[j.job_id].comm_s, "shared": len(sc.jobs) > 1})
-    a = np.array([[r["x_bw"], r["x_lat"]] for r in rows])
-    y = np.array([r["measured"] for r in rows])
-    w = 1.0 / y
-    coef, *_ = np.linalg.lstsq(a * w[:, None], y * w, rcond=None)
-    inv_eff, alpha = float(coef[0]), float(coef[1])
-    if alpha < 0:  # latency cannot be negative: refit bandwidth only
-        alpha = 0.0
-        inv_eff = float(np.sum(a[:, 0] * y * w * w) / np.sum(a[:, 0] ** 2 * w * w))
-    eff = min(1.0, 1.0 / inv_eff)
+                         "x_bw": x_bw, "x_lat": x_lat, "measured": res.jobs[j.job_id].comm_s,
+                         "shared": len(sc.jobs) > 1, "role": row_role(x_bw, x_lat, len(sc.jobs))})
+    eff, alpha = fit_ring_cost(rows)
     for r in rows:
         r["fitted"] = r["x_bw"] / eff + r["x_lat"] * alpha
-    rel = [abs(r["fitted"] - r["measured"]) / r["measured"] for r in rows]
+        r["rel_err"] = r["fitted"] / r["measured"] - 1
+    used = [abs(r["rel_err"]) for r in rows if r["role"] == "bandwidth"]
     models: dict[str, dict[str, Any]] = {"maxmin": {"efficiency": eff}}
     executed = [(res.as_executed(sc.jobs), {j: m.comm_s for j, m in res.jobs.items()}) for sc, res in runs]
+    cal_cluster = replace(cluster, hop_latency_s=alpha)
     for name, spec in FREE_PARAMS.items():
         if name in PERF_MODELS:
-            models[name] = fit_black_box(replace(cluster, hop_latency_s=alpha), executed, name, spec)
+            models[name] = fit_black_box(cal_cluster, executed, name, spec)
+    shared = [e for e, (sc, _) in zip(executed, runs, strict=True) if len(sc.jobs) > 1]
     return {
         "kind": "ddlsched-calibration",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -83,7 +137,11 @@ def fit(cluster: Cluster, runs: Sequence[tuple[Scenario, RunResult]], *, nic_mbi
         "hop_latency_s": alpha,
         "common": {"efficiency": eff},
         "models": models,
-        "fit": {"rows": rows, "median_rel_err": float(np.median(rel)), "max_rel_err": float(np.max(rel))},
+        "tcp": fit_tcp(cal_cluster, shared, eff),
+        "fit": {"rule": f"e from bandwidth-bound lone rows, α from latency-bound lone rows (2(n−1) × "
+                        f"{1e3 * SHAPER_BUCKET_S:g} ms ≥ {100 * LATENCY_BOUND_SHARE:g} % of the line-rate time), "
+                        "γ and κ from shared rows",
+                "rows": rows, "median_rel_err": float(np.median(used)), "max_rel_err": float(np.max(used))},
     }
 
 
@@ -104,28 +162,22 @@ FREE_PARAMS: dict[str, tuple[dict[str, Any], dict[str, tuple[float, float, float
 RAW_PARAMS: dict[str, dict[str, Any]] = {"abe": {"scale_by_nic": True}}
 
 
-def fit_black_box(cluster: Cluster, executed: Sequence[tuple[Sequence[JobRun], Mapping[str, float]]], name: str,
-                  spec: tuple[dict[str, Any], dict[str, tuple[float, float, float]]]) -> dict[str, Any]:
-    """Pattern search over the free parameters of model ``name`` minimising mean squared relative comm error."""
-    fixed, free = spec
+def pattern_search(loss: Callable[[Mapping[str, float]], float], free: Mapping[str, tuple[float, float, float]],
+                   additive: Mapping[str, float] | None = None,
+                   start: Mapping[str, float] | None = None) -> tuple[dict[str, float], float]:
+    """Minimise ``loss`` over the free parameters (initial value, lower, upper bound), from ``start`` if given:
+    per parameter, try × and ÷ 2^step and ± step · additive scale (default 0.01, so parameters may reach 0); halve
+    the step when nothing improves, stop below 1e-3. Deterministic; a local search (see :func:`grid_search`)."""
     keys = list(free)
-    x = {k: free[k][0] for k in keys}
-
-    def loss(p: Mapping[str, float]) -> float:
-        cal = {"models": {name: {**fixed, **p}}}
-        err = []
-        for jobs, meas in executed:
-            pred = predict(cluster, jobs, name, cal)
-            err.extend((pred[j].comm_s / meas[j] - 1) ** 2 for j in meas)
-        return float(np.mean(err))
-
+    x = {k: (start or {}).get(k, free[k][0]) for k in keys}
+    add = {k: (additive or {}).get(k, 0.01) for k in keys}
     best = loss(x)
-    step = 1.0  # multiplicative step in log2 units, plus additive for parameters that may be 0
+    step = 1.0
     while step > 1e-3:
         improved = False
         for k in keys:
             lo, hi = free[k][1], free[k][2]
-            for cand in (x[k] * 2**step, x[k] / 2**step, x[k] + step * 0.01, x[k] - step * 0.01):
+            for cand in (x[k] * 2**step, x[k] / 2**step, x[k] + step * add[k], x[k] - step * add[k]):
                 cand = min(hi, max(lo, cand))
                 if cand == x[k]:
                     continue
@@ -135,4 +187,71 @@ def fit_black_box(cluster: Cluster, executed: Sequence[tuple[Sequence[JobRun], M
                     best, x, improved = val, trial, True
         if not improved:
             step /= 2
+    return x, best
+
+
+def fit_black_box(cluster: Cluster, executed: Sequence[tuple[Sequence[JobRun], Mapping[str, float]]], name: str,
+                  spec: tuple[dict[str, Any], dict[str, tuple[float, float, float]]]) -> dict[str, Any]:
+    """Pattern search over the free parameters of model ``name`` minimising mean squared relative comm error."""
+    fixed, free = spec
+
+    def loss(p: Mapping[str, float]) -> float:
+        cal = {"models": {name: {**fixed, **p}}}
+        err = []
+        for jobs, meas in executed:
+            pred = predict(cluster, jobs, name, cal)
+            err.extend((pred[j].comm_s / meas[j] - 1) ** 2 for j in meas)
+        return float(np.mean(err))
+
+    x, best = pattern_search(loss, free)
     return {**fixed, **x, "fit_rmse_rel": best**0.5}
+
+
+def grid_search(loss: Callable[[Mapping[str, float]], float], free: Mapping[str, tuple[float, float, float]],
+                points: int) -> dict[str, float]:
+    """The best point of a regular grid of ``points`` values per parameter between its bounds (first found wins
+    ties, in the order of the grid: smallest values first). Used before :func:`pattern_search` where the loss has
+    plateaus a local search cannot leave (the TCP rule's κ changes nothing until a ring's weighted share drops
+    below its own bottleneck's rate)."""
+    keys = list(free)
+    best, arg = math.inf, {k: free[k][0] for k in keys}
+    for combo in itertools.product(*(np.linspace(free[k][1], free[k][2], points) for k in keys)):
+        x = {k: float(v) for k, v in zip(keys, combo, strict=True)}
+        val = loss(x)
+        if val < best:
+            best, arg = val, x
+    return arg
+
+
+# the TCP rule's free parameters (initial value = the documented default, bounds) and their additive steps
+TCP_FREE: dict[str, tuple[float, float, float]] = {"tcp_exponent": (DEFAULT_EXPONENT, 0.0, 4.0),
+                                                   "tcp_own_queue": (DEFAULT_OWN_QUEUE, 0.0, 1.0)}
+TCP_STEP = {"tcp_exponent": 0.05, "tcp_own_queue": 0.025}
+TCP_GRID = 41  # γ in steps of 0.1, κ of 0.025
+
+
+def fit_tcp(cluster: Cluster, executed: Sequence[tuple[Sequence[JobRun], Mapping[str, float]]],
+            efficiency: float) -> dict[str, Any]:
+    """γ, κ of the TCP rule fitted on the shared calibration scenarios ``executed`` with the
+    ``phased[exact,fairness=tcp]`` replay on the calibrated ``cluster`` (α set) and link ``efficiency``. A
+    parameter that no row depends on (loss unchanged from its lower to its upper bound at the optimum of the
+    other) keeps its default and is listed under ``not_identified``."""
+    if not executed:
+        return {"tcp_exponent": DEFAULT_EXPONENT, "tcp_own_queue": DEFAULT_OWN_QUEUE,
+                "not_identified": sorted(TCP_FREE), "rows": 0}
+
+    def loss(p: Mapping[str, float]) -> float:
+        err = []
+        for jobs, meas in executed:
+            pred = predict(cluster, jobs, "phased", {"common": {"efficiency": efficiency}},
+                           extra={"exact": True, "fairness": "tcp", **p})
+            err.extend((pred[j].comm_s / meas[j] - 1) ** 2 for j in meas)
+        return float(np.mean(err))
+
+    x, _ = pattern_search(loss, TCP_FREE, TCP_STEP, start=grid_search(loss, TCP_FREE, TCP_GRID))
+    flat = [k for k in TCP_FREE if loss({**x, k: TCP_FREE[k][1]}) == loss({**x, k: TCP_FREE[k][2]})]
+    for k in flat:
+        x[k] = TCP_FREE[k][0]
+    default = loss({k: v[0] for k, v in TCP_FREE.items()})
+    return {**x, "fit_rmse_rel": loss(x) ** 0.5, "default_rmse_rel": default ** 0.5, "not_identified": flat,
+            "rows": sum(len(meas) for _, meas in executed)}

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf.base import Placement
 from ddlsched.perf.phased_exact import PhaseClock, PhasedJob, phased_job
-from ddlsched.perf.tcp_share import DEFAULT_EXPONENT
+from ddlsched.perf.tcp_share import DEFAULT_EXPONENT, DEFAULT_OWN_QUEUE, check_params
 from ddlsched.testbed.predict import JobPrediction, JobRun
 
 _TINY = 1e-12
@@ -26,21 +26,23 @@ _TINY = 1e-12
 
 def replay_phases(cluster: Cluster, jobs: Sequence[JobRun], *, efficiency: float = 1.0,
                   overlap: float = 0.0, fairness: str = "ring",
-                  tcp_exponent: float = DEFAULT_EXPONENT) -> dict[str, JobPrediction]:
+                  tcp_exponent: float = DEFAULT_EXPONENT,
+                  tcp_own_queue: float = DEFAULT_OWN_QUEUE) -> dict[str, JobPrediction]:
     """Simulate every phase of every iteration of ``jobs`` on ``cluster`` (link capacities × ``efficiency``;
     ``overlap`` is ω for jobs whose profile sets none; the rings sending at once share links max-min per ring, or
-    TCP-biased with ``fairness="tcp"``, docs/physics.md §12). Exact up to float rounding: rates change only at
-    phase ends, starts and finishes, which are the events."""
+    TCP-biased with ``fairness="tcp"`` and its γ, κ, docs/physics.md §12). Exact up to float rounding: rates
+    change only at phase ends, starts and finishes, which are the events."""
     if not 0 < efficiency <= 1:
         raise ValueError("efficiency must be in (0, 1]")
     if fairness not in ("ring", "tcp"):
         raise ValueError(f"the exact phase replay shares links per 'ring' or 'tcp', not {fairness!r}")
+    check_params(tcp_exponent, tcp_own_queue)
     cap = [link.capacity_Bps * efficiency for link in cluster.links]
     spec: dict[str, PhasedJob] = {
         j.job_id: phased_job(cluster, Placement(j.job_id, tuple(j.gpus), j.profile()), cap, overlap) for j in jobs}
     preds = {j.job_id: JobPrediction(j.start_s, iters=j.iters) for j in jobs}
     left = {j.job_id: j.iters for j in jobs}
-    clock = PhaseClock(cap, tcp_exponent if fairness == "tcp" else None)
+    clock = PhaseClock(cap, tcp_exponent if fairness == "tcp" else None, tcp_own_queue)
     iter_start: dict[str, float] = {}
     pending = sorted(jobs, key=lambda j: (j.start_s, j.job_id))
     i, now = 0, 0.0

@@ -18,6 +18,7 @@ from ddlsched.perf.base import IterationTime, Placement
 from ddlsched.workload.profiles import ModelProfile
 
 _EPS = 1e-12
+TCP_KEYS = ("tcp_exponent", "tcp_own_queue")  # the TCP rule's calibrated parameters (calibration["tcp"])
 
 
 @dataclass(frozen=True)
@@ -126,9 +127,13 @@ def replay(model: PerfModel, jobs: Sequence[JobRun]) -> dict[str, JobPrediction]
 def predict(cluster: Cluster, jobs: Sequence[JobRun], model_name: str, calibration: Mapping[str, Any] | None = None,
             *, extra: Mapping[str, Any] | None = None) -> dict[str, JobPrediction]:
     """Predictions of model ``model_name`` (with calibrated parameters if given, and ``extra`` ones such as
-    ``fairness``) on the scaled ``cluster``. ``extra={"exact": True}`` with ``phased`` replays every phase of every
-    iteration instead of the fluid model (:func:`ddlsched.testbed.phase_replay.replay_phases`)."""
+    ``fairness``; with ``fairness="tcp"`` the profile's fitted ``tcp`` γ, κ) on the scaled ``cluster``.
+    ``extra={"exact": True}`` with ``phased`` replays every phase of every iteration instead of the fluid model
+    (:func:`ddlsched.testbed.phase_replay.replay_phases`)."""
     params = {**model_params(model_name, calibration), **(extra or {})}
+    if params.get("fairness") == "tcp" and calibration and "tcp" in calibration:
+        # the calibrated TCP rule (γ, κ), unless ``extra`` sets them
+        params = {**{k: calibration["tcp"][k] for k in TCP_KEYS if k in calibration["tcp"]}, **params}
     if params.pop("exact", False):
         if model_name != "phased":
             raise ValueError(f"exact replay exists for the phased model only, not {model_name!r}")

@@ -113,7 +113,15 @@ CALIBRATION: tuple[Scenario, ...] = (
     Scenario("cal-slow", "isolated 2-ring on the 4 Gb/s NICs", (J("a", ring([6, 7]), 3, 4),)),
     Scenario("cal-share2", "two 2-rings sharing NICs 2,3", (
         J("a", ring([2, 3], 0), 4, 4), J("b", ring([2, 3], 1), 4, 4))),
+    # for the TCP rule's γ and κ (docs/physics.md §12): shapes no validation scenario has
+    Scenario("cal-park", "parking lot: 2-ring on servers 1, 2 inside a 3-ring on 0, 1, 2 (the 2-ring's hop 2→1 "
+             "crosses two contended queues, every 3-ring hop one): pins γ", (
+                 J("a", ring([1, 2], 0), 4, 5), J("b", ring([0, 1, 2], 1), 6, 5))),
+    Scenario("cal-own", "2-ring on servers 5 (10 Gb/s) and 7 (4 Gb/s: its own slow queue) shares server 5's NIC "
+             "with a 2-ring on 4, 5: pins κ", (
+                 J("a", ring([5, 7], 0), 3, 5), J("b", ring([4, 5], 1), 5, 5))),
 )
+
 
 def tb4() -> Cluster:
     """The CI smoke cluster: one rack of 4 servers × 2 GPUs, 10 Gb/s."""

@@ -45,11 +45,15 @@ def run_suite(cluster: Cluster, scenarios: Sequence[Scenario], out_dir: str | Pa
     return out
 
 
-def load_suite(scenarios: Sequence[Scenario], out_dir: str | Path) -> list[ScenarioResult]:
-    """The results :func:`run_suite` saved (``<out_dir>/<scenario>/run.json``), to re-evaluate without a testbed."""
+def load_suite(scenarios: Sequence[Scenario], out_dir: str | Path, *, missing_ok: bool = False) -> list[ScenarioResult]:
+    """The results :func:`run_suite` saved (``<out_dir>/<scenario>/run.json``), to re-evaluate without a testbed;
+    with ``missing_ok`` scenarios without a saved run are skipped (e.g. a suite saved before they existed)."""
     out = []
     for sc in scenarios:
-        data = json.loads((Path(out_dir) / sc.name / "run.json").read_text())
+        path = Path(out_dir) / sc.name / "run.json"
+        if missing_ok and not path.exists():
+            continue
+        data = json.loads(path.read_text())
         jobs = {k: JobMeasurement(**v) for k, v in data["jobs"].items()}
         out.append(ScenarioResult(sc, RunResult(jobs, data["cpu_util"], data["wall_s"], data.get("worker_cpu", 0.0))))
     return out

@@ -1,0 +1,115 @@
+"""The calibration's fitting rules without root (docs/validation.md, "Calibration"): which rows fit which
+parameter, the ring-cost fit on synthetic rows, the TCP rule's γ and κ recovered from synthetic measurements, and
+the shapes of the calibration scenarios that pin them."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddlsched.perf.tcp_share import contended, own_slow_queues, tcp_rates
+from ddlsched.testbed.calibrate import fit, fit_ring_cost, fit_tcp, row_role
+from ddlsched.testbed.executor import JobMeasurement, RunResult
+from ddlsched.testbed.fabric import scaled_cluster
+from ddlsched.testbed.predict import JobRun, predict
+from ddlsched.testbed.scenarios import CALIBRATION, VALIDATION, tb32
+
+SC = scaled_cluster(tb32(), nic_mbit=100)
+CAP = [link.capacity_Bps for link in SC.links]
+
+
+def row(x_bw: float, n: int, measured: float, jobs: int = 1) -> dict:
+    x_lat = 2 * (n - 1)
+    return {"x_bw": x_bw, "x_lat": x_lat, "measured": measured, "role": row_role(x_bw, x_lat, jobs)}
+
+
+def test_row_roles():
+    assert row_role(0.04, 10, 1) == "latency"  # cal-lat: 10 steps × 0.5 ms = 12.5 % of 40 ms
+    assert row_role(0.514, 6, 1) == "bandwidth"  # cal-4ring: 3 ms = 0.6 % of 514 ms
+    assert row_role(0.64, 2, 2) == "shared"
+    assert row_role(0.2501, 10, 1) == "bandwidth" and row_role(0.2499, 10, 1) == "latency"  # the 2 % boundary
+
+
+def test_ring_cost_fit_ignores_a_latency_row_faster_than_the_link():
+    """Bandwidth rows at e = 0.95 exactly; the latency row runs faster than the shaped rate (a shaper burst):
+    α is clipped to 0 and e is the bandwidth rows' alone — the row that used to pull e up does not."""
+    e = 0.95
+    rows = [row(x, n, x / e) for x, n in ((0.48, 2), (0.514, 4), (1.524, 6))]
+    rows.append(row(0.04, 6, 0.037))
+    eff, alpha = fit_ring_cost(rows)
+    assert eff == pytest.approx(e) and alpha == 0.0
+    # with α: the latency row's residual after e sets it
+    a = 0.002
+    rows = [row(x, n, x / e + a * 2 * (n - 1)) for x, n in ((0.48, 2), (0.514, 4), (1.524, 6), (0.04, 6))]
+    assert [r["role"] for r in rows] == ["bandwidth"] * 3 + ["latency"]
+    eff, alpha = fit_ring_cost(rows)
+    assert eff == pytest.approx(e) and alpha == pytest.approx(a)
+    # shared rows never enter e or α
+    eff2, alpha2 = fit_ring_cost([*rows, row(0.64, 2, 0.5, jobs=2)])
+    assert (eff2, alpha2) == (pytest.approx(eff), pytest.approx(alpha))
+    with pytest.raises(ValueError, match="bandwidth-bound"):
+        fit_ring_cost([row(0.04, 6, 0.037), row(0.64, 2, 0.7, jobs=2)])
+
+
+def _measure(scenario_jobs, gamma: float, kappa: float, eff: float) -> RunResult:
+    p = predict(SC, scenario_jobs, "phased", {"common": {"efficiency": eff}},
+                extra={"exact": True, "fairness": "tcp", "tcp_exponent": gamma, "tcp_own_queue": kappa})
+    return RunResult({j.job_id: JobMeasurement(j.job_id, j.start_s, p[j.job_id].jct_s, p[j.job_id].comm_s, 0.0,
+                                               0.0) for j in scenario_jobs}, 0.1, 1.0)
+
+
+def test_fit_recovers_the_tcp_rule_from_the_calibration_suite():
+    """Synthetic measurements made by the phase replay with γ = 1.2, κ = 0.6 and e = 0.96: fit() gets e from the
+    lone rows and γ, κ from the shared ones; the calibrated tcp variants then use them."""
+    runs = [(s, _measure(list(s.jobs), 1.2, 0.6, 0.96)) for s in CALIBRATION]
+    prof = fit(SC, runs, nic_mbit=100, scale=0.01)
+    assert prof["common"]["efficiency"] == pytest.approx(0.96, rel=1e-6)
+    assert prof["hop_latency_s"] == pytest.approx(0.0, abs=1e-9)
+    assert prof["tcp"]["tcp_exponent"] == pytest.approx(1.2, abs=0.01)
+    assert prof["tcp"]["tcp_own_queue"] == pytest.approx(0.6, abs=0.01)
+    assert prof["tcp"]["not_identified"] == [] and prof["tcp"]["fit_rmse_rel"] < 1e-3
+    assert {r["role"] for r in prof["fit"]["rows"]} == {"bandwidth", "latency", "shared"}
+    own = next(s for s in CALIBRATION if s.name == "cal-own")
+    with_cal = predict(SC, own.jobs, "maxmin", prof, extra={"fairness": "tcp"})
+    explicit = predict(SC, own.jobs, "maxmin", {"common": prof["common"]},
+                       extra={"fairness": "tcp", "tcp_exponent": prof["tcp"]["tcp_exponent"],
+                              "tcp_own_queue": prof["tcp"]["tcp_own_queue"]})
+    assert with_cal["a"].comm_s == pytest.approx(explicit["a"].comm_s)
+
+
+def test_tcp_parameters_no_row_depends_on_keep_their_defaults():
+    share2 = next(s for s in CALIBRATION if s.name == "cal-share2")  # two equal rings: weights cancel
+    res = _measure(list(share2.jobs), 3.0, 1.0, 1.0)
+    out = fit_tcp(SC, [(list(share2.jobs), {k: m.comm_s for k, m in res.jobs.items()})], 1.0)
+    assert (out["tcp_exponent"], out["tcp_own_queue"]) == (1.5, 0.0)
+    assert out["not_identified"] == ["tcp_exponent", "tcp_own_queue"]
+    assert fit_tcp(SC, [], 1.0)["not_identified"] == ["tcp_exponent", "tcp_own_queue"]
+
+
+def _hops(jobs: tuple[JobRun, ...]) -> dict[str, list[tuple[int, ...]]]:
+    return {j.job_id: [tuple(h) for h in SC.ring_hops(j.gpus)] for j in jobs}
+
+
+def _worst_contended(jobs: tuple[JobRun, ...]) -> dict[str, int]:
+    hops = _hops(jobs)
+    q = contended(hops, tcp_rates(hops, CAP, 0.0), CAP)
+    return {j: max(sum(1 for lid in h if lid in q) for h in hs) for j, hs in hops.items()}
+
+
+def test_tcp_calibration_scenarios_pin_gamma_and_kappa_with_shapes_of_their_own():
+    cal = {s.name: s for s in CALIBRATION}
+    park, own = cal["cal-park"].jobs, cal["cal-own"].jobs
+    # parking lot: the 2-ring's worst hop crosses two contended queues, the 3-ring's one; no own slow queue
+    assert [len(j.gpus) for j in park] == [2, 3]
+    assert _worst_contended(park) == {"a": 2, "b": 1}
+    assert own_slow_queues(_hops(park), CAP) == {"a": [0, 0], "b": [0, 0, 0]}
+    # own slow queue: a (a 4 Gb/s NIC of its own) shares a fast NIC with b, which has none
+    assert _worst_contended(own) == {"a": 1, "b": 1}
+    assert own_slow_queues(_hops(own), CAP) == {"a": [1, 1], "b": [0, 0]}
+
+    # neither repeats a validation scenario's placement (the set of servers of every job)
+    def servers(jobs: tuple[JobRun, ...]) -> frozenset[tuple[int, ...]]:
+        return frozenset(tuple(sorted(SC.servers_of(j.gpus))) for j in jobs)
+
+    val = {servers(s.jobs) for s in VALIDATION}
+    for name in ("cal-park", "cal-own"):
+        assert servers(cal[name].jobs) not in val, name
