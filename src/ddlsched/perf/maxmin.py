@@ -202,14 +202,22 @@ class MaxMinLinkSharing(PerfModel):
         return self._demand[lid] > self._cap[lid] * (1 + 1e-9)
 
     def _component(self, start: str) -> set[str]:
+        """The jobs coupled to ``start`` through binding links (depth-first). Each link is expanded once: its
+        first visit adds all its jobs, so a later visit would add none (the same jobs, in the same order, as
+        expanding it at every visit; that cost ∝ jobs per link² on a shared uplink)."""
         comp = {start}
         stack = [start]
         link_jobs = self._link_jobs
+        demand, cap = self._demand, self._cap
+        expanded: set[int] = set()
         while stack:
             j = stack.pop()
             for lid in self._job_links[j]:
+                if lid in expanded:
+                    continue
+                expanded.add(lid)
                 jobs = link_jobs[lid]
-                if len(jobs) == 1 or not self._binding(lid):
+                if len(jobs) == 1 or not demand[lid] > cap[lid] * (1 + 1e-9):  # = self._binding(lid)
                     continue
                 for k in jobs:
                     if k not in comp:

@@ -173,11 +173,17 @@ class PhasedContention(PerfModel):
         return len(self._link_jobs[lid]) > 1 and self._demand[lid] > self._cap[lid] * (1 + 1e-9)
 
     def _component(self, start: str) -> set[str]:
+        """The jobs coupled to ``start`` through binding links; each link is expanded once (a later visit could
+        add no job, so the set and its insertion order are unchanged)."""
         comp = {start}
         stack = [start]
+        expanded: set[int] = set()
         while stack:
             k = stack.pop()
             for lid in self._jobs[k].use:
+                if lid in expanded:
+                    continue
+                expanded.add(lid)
                 if not self._binding(lid):
                     continue
                 for o in self._link_jobs[lid]:
