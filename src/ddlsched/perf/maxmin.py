@@ -263,7 +263,7 @@ class MaxMinLinkSharing(PerfModel):
             for lid, m in job_links[j].items():
                 weight[lid] = weight.get(lid, 0.0) + m
         remaining = {lid: cap[lid] for lid in weight}
-        live = set(weight)
+        live = dict.fromkeys(sorted(weight))  # by link id: a near-tie (1e-12) is then resolved the same in every run
         active = set(comp)
         rates: dict[str, float] = {}
         level = 0.0
@@ -289,7 +289,7 @@ class MaxMinLinkSharing(PerfModel):
                     w = weight[lid] - m
                     weight[lid] = w
                     if w <= 1e-12:
-                        live.discard(lid)
+                        live.pop(lid, None)
         return rates
 
     def fill_flows(self, comp: set[str]) -> dict[str, float]:
