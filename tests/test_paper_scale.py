@@ -59,6 +59,7 @@ def test_every_measured_limit_is_documented_and_only_those() -> None:
 
     limits = {name: make_policy(name).paper_scale_jobs for name, *_ in policy_rows()}
     measured = {name: v for name, v in limits.items() if v is not None}
-    assert measured["tiresias+random"] == 5_500 and measured["ada-srsf"] > 0
+    assert measured["tiresias+random"] == 9_500 and measured["ada-srsf"] > 0
     assert "tiresias+consolidated" not in measured and "fifo+random" not in measured
+    assert "tiresias+least_loaded" not in measured
     assert measured == _documented_limits()
