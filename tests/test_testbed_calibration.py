@@ -11,7 +11,17 @@ from ddlsched.testbed.calibrate import fit, fit_ring_cost, fit_tcp, row_role
 from ddlsched.testbed.executor import JobMeasurement, RunResult
 from ddlsched.testbed.fabric import scaled_cluster
 from ddlsched.testbed.predict import JobRun, predict
-from ddlsched.testbed.scenarios import CALIBRATION, VALIDATION, tb32
+from ddlsched.testbed.scenarios import (
+    CALIBRATION,
+    TCP_RULE_SCENARIOS,
+    VALIDATION,
+    base_name,
+    calibration_suite,
+    repeat_index,
+    repeat_name,
+    tb32,
+)
+from ddlsched.testbed.validate import load_calibration_runs
 
 SC = scaled_cluster(tb32(), nic_mbit=100)
 CAP = [link.capacity_Bps for link in SC.links]
@@ -113,3 +123,99 @@ def test_tcp_calibration_scenarios_pin_gamma_and_kappa_with_shapes_of_their_own(
     val = {servers(s.jobs) for s in VALIDATION}
     for name in ("cal-park", "cal-own"):
         assert servers(cal[name].jobs) not in val, name
+
+
+# --- repeats of the TCP rule's scenarios (``--cal-repeats``) -----------------------------------------------------
+
+def test_calibration_suite_repeats_the_tcp_rule_scenarios_under_names_of_their_own():
+    assert calibration_suite(1) == CALIBRATION
+    suite = calibration_suite(3)
+    names = [s.name for s in suite]
+    assert len(names) == len(set(names))
+    assert names[:len(CALIBRATION)] == [s.name for s in CALIBRATION]  # the first run keeps its old name
+    assert names[len(CALIBRATION):] == ["cal-park.r2", "cal-own.r2", "cal-park.r3", "cal-own.r3"]  # interleaved
+    by = {s.name: s for s in suite}
+    for n in TCP_RULE_SCENARIOS:
+        assert by[repeat_name(n, 3)].jobs == by[n].jobs
+    for s in suite:
+        assert repeat_name(base_name(s.name), repeat_index(s.name)) == s.name
+    assert (base_name("cal-park.r12"), repeat_index("cal-park.r12")) == ("cal-park", 12)
+    assert (base_name("offset0.25"), repeat_index("offset0.25")) == ("offset0.25", 1)
+    with pytest.raises(ValueError, match="≥ 1"):
+        calibration_suite(0)
+    with pytest.raises(ValueError, match="numbered from 1"):
+        repeat_name("cal-park", 0)
+    # no repeat is scored or has a validation scenario's name or shape (the same checks as for CALIBRATION)
+    shape = lambda s: tuple((j.gpus, j.grad_mb, j.compute_ms, j.overlap) for j in s.jobs)  # noqa: E731
+    assert not {s.name for s in calibration_suite(8)} & {s.name for s in VALIDATION}
+    assert not {shape(s) for s in calibration_suite(8)} & {shape(s) for s in VALIDATION}
+
+
+GRID = 9  # a coarse first grid keeps these fits fast; the pattern search from its best point refines it
+
+
+def _shared_runs(gammas: list[float], kappa: float = 0.6) -> tuple[list, list[str]]:
+    """The shared calibration scenarios as ``fit`` hands them to ``fit_tcp``, repeat k measured with γ_k."""
+    executed, names = [], []
+    for s in calibration_suite(len(gammas)):
+        if len(s.jobs) < 2:
+            continue
+        k = repeat_index(s.name)
+        res = _measure(list(s.jobs), gammas[k - 1], kappa, 0.96)
+        executed.append((list(s.jobs), {j: m.comm_s for j, m in res.jobs.items()}))
+        names.append(s.name)
+    return executed, names
+
+
+def test_fit_tcp_pools_the_repeats_and_fits_each_alone():
+    """Three repeats measured with γ = 0.75, 1.0, 1.25 (the spread one run of cal-park gave): the pooled fit lies
+    between them, each repeat alone recovers its own γ (reported under per_repeat), the measurements are listed
+    per job and repeat, and cal-share2 (run once) enters every per-repeat fit."""
+    executed, names = _shared_runs([0.75, 1.0, 1.25])
+    out = fit_tcp(SC, executed, 0.96, names=names, grid=GRID)
+    assert out["repeats"] == {"cal-share2": 1, "cal-park": 3, "cal-own": 3}
+    assert out["rows"] == 2 * len(executed) and out["aggregate"] == "mean"
+    assert [r["tcp_exponent"] for r in out["per_repeat"]] == [pytest.approx(g, abs=0.01) for g in (0.75, 1.0, 1.25)]
+    assert all(r["fit_rmse_rel"] < 1e-3 for r in out["per_repeat"])  # (at γ = 0.75, κ ≤ 0.6 changes nothing)
+    assert out["per_repeat"][1]["scenarios"] == ["cal-share2", "cal-park.r2", "cal-own.r2"]
+    assert 0.8 < out["tcp_exponent"] < 1.2 and out["fit_rmse_rel"] > 0.01
+    assert len(out["measured"]["cal-park/a"]) == 3 and len(out["measured"]["cal-share2/a"]) == 1
+    # without names every scenario is its own: no repeats reported, the same loss as before repeats existed
+    plain = fit_tcp(SC, executed, 0.96, grid=GRID)
+    assert "per_repeat" not in plain and plain["tcp_exponent"] == pytest.approx(out["tcp_exponent"], abs=1e-9)
+    with pytest.raises(ValueError, match="aggregate"):
+        fit_tcp(SC, executed, 0.96, names=names, aggregate="max")
+    with pytest.raises(ValueError, match="names"):
+        fit_tcp(SC, executed, 0.96, names=names[:-1])
+
+
+def test_fit_tcp_median_aggregate_ignores_one_outlying_repeat():
+    """Two repeats at γ = 1.0 and one at γ = 0.5: the mean of the squared errors is pulled towards the outlier,
+    the median over repeats recovers 1.0."""
+    executed, names = _shared_runs([1.0, 0.5, 1.0])
+    med = fit_tcp(SC, executed, 0.96, names=names, aggregate="median", grid=GRID)
+    mean = fit_tcp(SC, executed, 0.96, names=names, aggregate="mean", grid=GRID)
+    assert med["tcp_exponent"] == pytest.approx(1.0, abs=0.01) and med["fit_rmse_rel"] < 1e-3
+    assert mean["tcp_exponent"] < 0.95
+
+
+def test_fit_uses_every_repeat_and_saved_repeats_reload(tmp_path):
+    """fit() hands repeats to the TCP rule by name; load_calibration_runs finds as many repeats as a directory
+    holds, and a directory saved before repeats existed (or without cal-own) still loads."""
+    import json
+
+    suite = calibration_suite(2)
+    runs = [(s, _measure(list(s.jobs), 1.2 if repeat_index(s.name) == 1 else 0.8, 0.6, 0.96)) for s in suite]
+    prof = fit(SC, runs, nic_mbit=100, scale=0.01)
+    assert prof["tcp"]["repeats"]["cal-park"] == 2
+    assert [r["tcp_exponent"] for r in prof["tcp"]["per_repeat"]] == [pytest.approx(1.2, abs=0.01),
+                                                                      pytest.approx(0.8, abs=0.01)]
+    assert prof["common"]["efficiency"] == pytest.approx(0.96, rel=1e-6)
+    for s, res in runs:
+        (tmp_path / s.name).mkdir()
+        (tmp_path / s.name / "run.json").write_text(json.dumps(res.as_json()))
+    assert [r.scenario.name for r in load_calibration_runs(tmp_path)] == [s.name for s in suite]
+    for name in ("cal-park.r2", "cal-own.r2", "cal-own"):
+        (tmp_path / name / "run.json").unlink()
+    assert [r.scenario.name for r in load_calibration_runs(tmp_path)] == [
+        s.name for s in CALIBRATION if s.name != "cal-own"]

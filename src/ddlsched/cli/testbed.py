@@ -20,6 +20,7 @@ from ddlsched.cluster.topology import Cluster
 from ddlsched.errors import DdlschedError
 from ddlsched.perf import PERF_MODELS
 from ddlsched.testbed.netns import leftovers, read_state, teardown
+from ddlsched.testbed.scenarios import CAL_REPEATS
 
 DEFAULT_OUT = "results/validation"
 FAIR_CLASSES = 8
@@ -72,6 +73,10 @@ cluster_opt = click.option("--cluster", "spec", default="tb32", show_default=Tru
 nic_opt = click.option("--nic-mbit", default=100.0, show_default=True,
                        help="emulated rate of the fastest NIC; every capacity is scaled by the same factor")
 scale_opt = click.option("--scale", type=float, default=None, help="explicit capacity scale (overrides --nic-mbit)")
+cal_repeats_opt = click.option(
+    "--cal-repeats", type=click.IntRange(min=1), default=CAL_REPEATS, show_default=True,
+    help="run the TCP rule's calibration scenarios (cal-park, cal-own) this many times and fit γ, κ on all "
+         "repeats (docs/validation.md, 'Calibration')")
 fair_opt = click.option("--fair", "fair", flag_value=FAIR_CLASSES, default=0,
                         help="control experiment: share every link fairly between jobs (per-job htb classes) "
                              "instead of FIFO")
@@ -251,23 +256,26 @@ def _run_schedule(schedule_path: str, calibration: str | None, backend: str, com
 @click.option("--out", default=f"{DEFAULT_OUT}/calibration.json", show_default=True)
 @click.option("--keep", is_flag=True, help="leave the testbed up")
 @fair_opt
-def calibrate(spec: str, nic_mbit: float, scale: float | None, out: str, keep: bool, fair: int) -> None:
-    """Fit α, link efficiency and the per-NIC β/η from the calibration suite; save a profile."""
+@cal_repeats_opt
+def calibrate(spec: str, nic_mbit: float, scale: float | None, out: str, keep: bool, fair: int,
+              cal_repeats: int) -> None:
+    """Fit α, link efficiency, the TCP rule's γ/κ and the per-NIC β/η from the calibration suite; save a profile."""
     try:
-        _calibrate(spec, nic_mbit, scale, out, keep, fair)
+        _calibrate(spec, nic_mbit, scale, out, keep, fair, cal_repeats)
     except DdlschedError as e:
         _fail(e)
 
 
 def _calibrate(spec: str, nic_mbit: float, scale: float | None, out: str, keep: bool,
-               fair: int = 0) -> dict[str, Any]:
+               fair: int = 0, repeats: int = CAL_REPEATS) -> dict[str, Any]:
     from ddlsched.testbed.calibrate import fit, save_calibration
-    from ddlsched.testbed.scenarios import CALIBRATION
+    from ddlsched.testbed.scenarios import calibration_suite
     from ddlsched.testbed.validate import run_suite
 
+    suite = calibration_suite(repeats)
     with _session(spec, nic_mbit, scale, keep, fair) as (sc, meta):
-        click.echo("calibration suite:")
-        results = run_suite(sc, CALIBRATION, Path(out).parent / "calibration-runs", log=click.echo)
+        click.echo(f"calibration suite ({len(suite)} runs; the TCP rule's scenarios × {repeats}):")
+        results = run_suite(sc, suite, Path(out).parent / "calibration-runs", log=click.echo)
         prof = fit(sc, [(r.scenario, r.run) for r in results], nic_mbit=meta["nic_mbit"], scale=meta["scale"])
     save_calibration(prof, out)
     click.echo(f"calibrated: α = {1e3 * prof['hop_latency_s']:.2f} ms/hop-step; {_fmt_models(prof)}; "
@@ -290,8 +298,9 @@ def _calibrate(spec: str, nic_mbit: float, scale: float | None, out: str, keep: 
               help="re-evaluate the runs saved in this --out directory (no testbed, no root): e.g. after new "
                    "perf models were added")
 @fair_opt
+@cal_repeats_opt
 def validate(spec: str, nic_mbit: float, calibration: str | None, out: str, doc: str, only: tuple[str, ...],
-             backend: str, keep: bool, reuse: str | None, fair: int) -> None:
+             backend: str, keep: bool, reuse: str | None, fair: int, cal_repeats: int) -> None:
     """Calibrate, run the fidelity suite, write the table (JSON + docs/validation.md), tear down."""
     from ddlsched.testbed.calibrate import load_calibration
     from ddlsched.testbed.scenarios import VALIDATION
@@ -300,25 +309,30 @@ def validate(spec: str, nic_mbit: float, calibration: str | None, out: str, doc:
     if reuse:
         from ddlsched.testbed.calibrate import fit, save_calibration
         from ddlsched.testbed.scenarios import CALIBRATION
-        from ddlsched.testbed.validate import load_suite
+        from ddlsched.testbed.validate import load_calibration_runs, load_suite
 
         sc, meta = _scaled(spec, nic_mbit, None)
-        cal_runs = load_suite(CALIBRATION, Path(reuse) / "calibration-runs", missing_ok=True)
+        cal_runs = load_calibration_runs(Path(reuse) / "calibration-runs")
         missing = sorted({s.name for s in CALIBRATION} - {r.scenario.name for r in cal_runs})
         if missing and not calibration:
             click.echo(f"calibration: no saved run for {', '.join(missing)} (fitting without them)")
+        if not calibration:
+            click.echo(f"calibration: {len(cal_runs)} saved runs (repeats found: "
+                       f"{', '.join(r.scenario.name for r in cal_runs if '.r' in r.scenario.name) or 'none'})")
         cal = load_calibration(calibration) if calibration else fit(
             sc, [(r.scenario, r.run) for r in cal_runs], nic_mbit=meta["nic_mbit"], scale=meta["scale"])
         if not calibration:
             save_calibration(cal, f"{out}/calibration.json")
         results = load_suite(scenarios, Path(reuse) / "runs")
     else:
-        cal, sc, meta, results = _run_validation(spec, nic_mbit, calibration, out, scenarios, backend, keep, fair)
+        cal, sc, meta, results = _run_validation(spec, nic_mbit, calibration, out, scenarios, backend, keep, fair,
+                                                 cal_repeats)
     _report(sc, meta, cal, results, out, doc)
 
 
 def _run_validation(spec: str, nic_mbit: float, calibration: str | None, out: str, scenarios: list[Any],
-                    backend: str, keep: bool, fair: int = 0) -> tuple[Any, Cluster, dict[str, Any], list[Any]]:
+                    backend: str, keep: bool, fair: int = 0,
+                    repeats: int = CAL_REPEATS) -> tuple[Any, Cluster, dict[str, Any], list[Any]]:
     from ddlsched.testbed.calibrate import load_calibration
     from ddlsched.testbed.fabric import cleanup_on_signals
     from ddlsched.testbed.validate import run_suite
@@ -329,7 +343,7 @@ def _run_validation(spec: str, nic_mbit: float, calibration: str | None, out: st
                 with _session(spec, nic_mbit, None, True, fair) as (sc, meta):
                     pass  # bring up once; calibration and the suite reuse it
                 cal = load_calibration(calibration) if calibration else _calibrate(
-                    spec, nic_mbit, None, f"{out}/calibration.json", True)
+                    spec, nic_mbit, None, f"{out}/calibration.json", True, repeats=repeats)
                 meta = {**meta, "fair_jobs": fair}
                 with _session(spec, nic_mbit, None, True) as (sc, meta):
                     click.echo("validation suite:")
@@ -392,6 +406,12 @@ def _fmt_tcp(cal: dict[str, Any]) -> str:
     if "fit_rmse_rel" in t:
         out += (f" (fitted on {t['rows']} shared-scenario jobs: rms error {100 * t['fit_rmse_rel']:.1f} %, "
                 f"{100 * t['default_rmse_rel']:.1f} % at the defaults γ = 1.5, κ = 0)")
+    if t.get("per_repeat"):
+        reps = t["per_repeat"]
+        out += (f"; {len(reps)} repeats of {', '.join(k for k, n in t['repeats'].items() if n > 1)}, loss "
+                f"aggregate {t.get('aggregate', 'mean')}; each repeat alone: γ = "
+                + " / ".join(f"{r['tcp_exponent']:.3g}" for r in reps) + ", κ = "
+                + " / ".join(f"{r['tcp_own_queue']:.3g}" for r in reps))
     if t.get("not_identified"):
         out += f"; not identified by the calibration rows, default kept: {', '.join(t['not_identified'])}"
     return out

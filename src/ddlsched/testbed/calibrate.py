@@ -43,7 +43,7 @@ from ddlsched.perf import PERF_MODELS
 from ddlsched.perf.tcp_share import DEFAULT_EXPONENT, DEFAULT_OWN_QUEUE
 from ddlsched.testbed.executor import RunResult
 from ddlsched.testbed.predict import JobRun, predict
-from ddlsched.testbed.scenarios import Scenario
+from ddlsched.testbed.scenarios import Scenario, base_name, repeat_index
 
 
 def load_calibration(path: str | Path) -> dict[str, Any]:
@@ -64,6 +64,12 @@ def calibrated_cluster(cluster: Cluster, calibration: Mapping[str, Any] | None) 
 SHAPER_BUCKET_S = 0.0005
 # a lone row is latency-bound when one bucket per ring step is at least this share of its line-rate time
 LATENCY_BOUND_SHARE = 0.02
+
+
+# how the TCP-rule loss combines the repeats of a scenario (docs/validation.md, "Calibration"): "mean" — a job's
+# repeats' squared errors averaged; "median" — per job, the median over its repeats of the relative error
+TCP_AGGREGATES = ("mean", "median")
+TCP_AGGREGATE = "mean"
 
 
 def row_role(x_bw: float, x_lat: float, jobs_in_scenario: int) -> str:
@@ -106,8 +112,10 @@ def fit_ring_cost(rows: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
 
 
 def fit(cluster: Cluster, runs: Sequence[tuple[Scenario, RunResult]], *, nic_mbit: float,
-        scale: float) -> dict[str, Any]:
-    """Fit e, α (ring cost), γ, κ (TCP rule), β, η, … from calibration runs on the (scaled, α = 0) ``cluster``."""
+        scale: float, tcp_aggregate: str = TCP_AGGREGATE) -> dict[str, Any]:
+    """Fit e, α (ring cost), γ, κ (TCP rule), β, η, … from calibration runs on the (scaled, α = 0) ``cluster``;
+    repeated scenarios (``scenarios.calibration_suite``) all enter the fits, their repeats combined in the TCP
+    rule's loss as ``tcp_aggregate`` says (:func:`fit_tcp`)."""
     base = replace(cluster, hop_latency_s=0.0)
     rows: list[dict[str, Any]] = []
     for sc, res in runs:
@@ -129,7 +137,7 @@ def fit(cluster: Cluster, runs: Sequence[tuple[Scenario, RunResult]], *, nic_mbi
     for name, spec in FREE_PARAMS.items():
         if name in PERF_MODELS:
             models[name] = fit_black_box(cal_cluster, executed, name, spec)
-    shared = [e for e, (sc, _) in zip(executed, runs, strict=True) if len(sc.jobs) > 1]
+    shared = [(e, sc.name) for e, (sc, _) in zip(executed, runs, strict=True) if len(sc.jobs) > 1]
     return {
         "kind": "ddlsched-calibration",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -137,7 +145,8 @@ def fit(cluster: Cluster, runs: Sequence[tuple[Scenario, RunResult]], *, nic_mbi
         "hop_latency_s": alpha,
         "common": {"efficiency": eff},
         "models": models,
-        "tcp": fit_tcp(cal_cluster, shared, eff),
+        "tcp": fit_tcp(cal_cluster, [e for e, _ in shared], eff, names=[n for _, n in shared],
+                       aggregate=tcp_aggregate),
         "fit": {"rule": f"e from bandwidth-bound lone rows, α from latency-bound lone rows (2(n−1) × "
                         f"{1e3 * SHAPER_BUCKET_S:g} ms ≥ {100 * LATENCY_BOUND_SHARE:g} % of the line-rate time), "
                         "γ and κ from shared rows",
@@ -231,27 +240,88 @@ TCP_GRID = 41  # γ in steps of 0.1, κ of 0.025
 
 
 def fit_tcp(cluster: Cluster, executed: Sequence[tuple[Sequence[JobRun], Mapping[str, float]]],
-            efficiency: float) -> dict[str, Any]:
+            efficiency: float, *, names: Sequence[str] | None = None,
+            aggregate: str = TCP_AGGREGATE, grid: int = TCP_GRID) -> dict[str, Any]:
     """γ, κ of the TCP rule fitted on the shared calibration scenarios ``executed`` with the
-    ``phased[exact,fairness=tcp]`` replay on the calibrated ``cluster`` (α set) and link ``efficiency``. A
-    parameter that no row depends on (loss unchanged from its lower to its upper bound at the optimum of the
-    other) keeps its default and is listed under ``not_identified``."""
+    ``phased[exact,fairness=tcp]`` replay on the calibrated ``cluster`` (α set) and link ``efficiency``.
+
+    ``names`` are the scenarios' saved names (repeats as ``scenarios.repeat_name`` gives them; default: all
+    distinct). The loss is the mean over jobs of the squared relative communication error, a job's repeats
+    combined as ``aggregate`` says (:data:`TCP_AGGREGATES`: mean of the squares, or square of the median), so
+    every job of the suite weighs alike however often it was run. With repeats, γ, κ are also fitted on each
+    repeat alone (its k-th run of every repeated scenario plus the scenarios run once) and reported under
+    ``per_repeat``, with every job's measured communication time per repeat under ``measured``. A parameter that
+    no row depends on (loss unchanged from its lower to its upper bound at the optimum of the other) keeps its
+    default and is listed under ``not_identified``. ``grid``: points per parameter of the first search (tests use
+    a coarser one)."""
+    if aggregate not in TCP_AGGREGATES:
+        raise ValueError(f"TCP-rule loss aggregate {aggregate!r}: expected one of {', '.join(TCP_AGGREGATES)}")
     if not executed:
         return {"tcp_exponent": DEFAULT_EXPONENT, "tcp_own_queue": DEFAULT_OWN_QUEUE,
                 "not_identified": sorted(TCP_FREE), "rows": 0}
+    names = list(names) if names is not None else [f"s{i}" for i in range(len(executed))]
+    if len(names) != len(executed):
+        raise ValueError(f"fit_tcp: {len(names)} names for {len(executed)} scenarios")
 
-    def loss(p: Mapping[str, float]) -> float:
-        err = []
-        for jobs, meas in executed:
-            pred = predict(cluster, jobs, "phased", {"common": {"efficiency": efficiency}},
+    cache: dict[tuple[int, tuple[tuple[str, float], ...]], dict[str, float]] = {}
+
+    def predicted(i: int, p: Mapping[str, float]) -> dict[str, float]:
+        """Scenario i's predicted comm. time per job (memoised: the per-repeat fits revisit the same grid)."""
+        key = (i, tuple(sorted(p.items())))
+        if key not in cache:
+            pred = predict(cluster, executed[i][0], "phased", {"common": {"efficiency": efficiency}},
                            extra={"exact": True, "fairness": "tcp", **p})
-            err.extend((pred[j].comm_s / meas[j] - 1) ** 2 for j in meas)
-        return float(np.mean(err))
+            cache[key] = {j: v.comm_s for j, v in pred.items()}
+        return cache[key]
 
-    x, _ = pattern_search(loss, TCP_FREE, TCP_STEP, start=grid_search(loss, TCP_FREE, TCP_GRID))
+    def errors(p: Mapping[str, float], idx: Sequence[int]) -> dict[tuple[str, str], list[float]]:
+        """Relative comm. errors per (scenario, job), one per repeat, of the scenarios ``idx``."""
+        out: dict[tuple[str, str], list[float]] = {}
+        for i in idx:
+            pred, meas = predicted(i, p), executed[i][1]
+            for j in meas:
+                out.setdefault((base_name(names[i]), j), []).append(pred[j] / meas[j] - 1)
+        return out
+
+    def make_loss(idx: Sequence[int]) -> Callable[[Mapping[str, float]], float]:
+        def loss(p: Mapping[str, float]) -> float:
+            errs = errors(p, idx)
+            if aggregate == "median":
+                return float(np.mean([float(np.median(e)) ** 2 for e in errs.values()]))
+            return float(np.mean([np.mean(np.square(e)) for e in errs.values()]))
+        return loss
+
+    everything = range(len(executed))
+    x, flat, loss = _fit_tcp_params(make_loss(everything), grid)
+    default = loss({k: v[0] for k, v in TCP_FREE.items()})
+    out: dict[str, Any] = {**x, "fit_rmse_rel": loss(x) ** 0.5, "default_rmse_rel": default ** 0.5,
+                           "not_identified": flat, "rows": sum(len(meas) for _, meas in executed),
+                           "aggregate": aggregate}
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[base_name(n)] = counts.get(base_name(n), 0) + 1
+    repeats = max(counts.values())
+    if repeats > 1:
+        out["repeats"] = counts
+        out["measured"] = {}
+        for i in everything:
+            for j, m in executed[i][1].items():
+                out["measured"].setdefault(f"{base_name(names[i])}/{j}", []).append(m)
+        out["per_repeat"] = []
+        for k in range(1, repeats + 1):
+            idx = [i for i in everything if repeat_index(names[i]) == k or counts[base_name(names[i])] == 1]
+            xk, _, lk = _fit_tcp_params(make_loss(idx), grid)
+            out["per_repeat"].append({"repeat": k, **xk, "fit_rmse_rel": lk(xk) ** 0.5,
+                                      "scenarios": [names[i] for i in idx]})
+    return out
+
+
+def _fit_tcp_params(loss: Callable[[Mapping[str, float]], float], grid: int = TCP_GRID
+                    ) -> tuple[dict[str, float], list[str], Callable[[Mapping[str, float]], float]]:
+    """Grid search, then pattern search from its best point; parameters the loss does not depend on get their
+    defaults. Returns (γ, κ), the names of those not identified, and ``loss`` itself."""
+    x, _ = pattern_search(loss, TCP_FREE, TCP_STEP, start=grid_search(loss, TCP_FREE, grid))
     flat = [k for k in TCP_FREE if loss({**x, k: TCP_FREE[k][1]}) == loss({**x, k: TCP_FREE[k][2]})]
     for k in flat:
         x[k] = TCP_FREE[k][0]
-    default = loss({k: v[0] for k, v in TCP_FREE.items()})
-    return {**x, "fit_rmse_rel": loss(x) ** 0.5, "default_rmse_rel": default ** 0.5, "not_identified": flat,
-            "rows": sum(len(meas) for _, meas in executed)}
+    return x, flat, loss

@@ -123,6 +123,46 @@ CALIBRATION: tuple[Scenario, ...] = (
 )
 
 
+# The TCP rule's scenarios are run CAL_REPEATS times by default (``--cal-repeats``) and γ, κ fitted on every
+# repeat (docs/validation.md, "Calibration"): γ fitted on one run ranged 0.75 … 1.24 over 7 runs, the noise of a
+# 5-iteration mean (cal-park's 2-ring: iterations 0.3 … 1.8 s within a run); pooling 4 runs narrowed it to
+# 1.07 … 1.11 (benchmarks/tcp_cal_spread.py), for ≈ 50 s more testbed time.
+TCP_RULE_SCENARIOS: tuple[str, ...] = ("cal-park", "cal-own")
+CAL_REPEATS = 4
+REPEAT_SEP = ".r"
+
+
+def repeat_name(name: str, k: int) -> str:
+    """The saved name of the k-th run (1-based) of a calibration scenario: the first keeps ``name`` (so result
+    directories saved before repeats existed still load), later ones are ``name.r<k>``."""
+    if k < 1:
+        raise ValueError(f"repeat {k} of {name}: repeats are numbered from 1")
+    return name if k == 1 else f"{name}{REPEAT_SEP}{k}"
+
+
+def base_name(name: str) -> str:
+    """The scenario a (possibly repeated) calibration run belongs to: ``cal-park.r3`` → ``cal-park``."""
+    return name.rpartition(REPEAT_SEP)[0] if repeat_index(name) > 1 else name
+
+
+def repeat_index(name: str) -> int:
+    """Which run of its scenario ``name`` is (1 for the first, k for ``name.r<k>``)."""
+    _, sep, tail = name.rpartition(REPEAT_SEP)
+    return int(tail) if sep and tail.isdigit() else 1
+
+
+def calibration_suite(repeats: int = CAL_REPEATS) -> tuple[Scenario, ...]:
+    """:data:`CALIBRATION`, then repeats 2 … ``repeats`` of each :data:`TCP_RULE_SCENARIOS` scenario (same jobs,
+    names from :func:`repeat_name`), interleaved (park, own, park, own, …) so a burst of host load does not hit
+    every repeat of one scenario."""
+    if repeats < 1:
+        raise ValueError(f"--cal-repeats must be ≥ 1, got {repeats}")
+    by_name = {s.name: s for s in CALIBRATION}
+    extra = [Scenario(repeat_name(n, k), f"{by_name[n].what} (repeat {k} of {repeats})", by_name[n].jobs)
+             for k in range(2, repeats + 1) for n in TCP_RULE_SCENARIOS]
+    return (*CALIBRATION, *extra)
+
+
 def tb4() -> Cluster:
     """The CI smoke cluster: one rack of 4 servers × 2 GPUs, 10 Gb/s."""
     return Cluster.build("tb4", [[ServerSpec(2, "V100", 10.0)] * 4], {"V100": GPU_TYPES["V100"]})

@@ -23,7 +23,7 @@ from ddlsched.perf import PERF_MODELS
 from ddlsched.testbed.calibrate import RAW_PARAMS, calibrated_cluster
 from ddlsched.testbed.executor import JobMeasurement, RunResult, run_schedule
 from ddlsched.testbed.predict import predict
-from ddlsched.testbed.scenarios import Scenario
+from ddlsched.testbed.scenarios import TCP_RULE_SCENARIOS, Scenario, base_name, calibration_suite, repeat_index
 
 
 @dataclass
@@ -57,6 +57,15 @@ def load_suite(scenarios: Sequence[Scenario], out_dir: str | Path, *, missing_ok
         jobs = {k: JobMeasurement(**v) for k, v in data["jobs"].items()}
         out.append(ScenarioResult(sc, RunResult(jobs, data["cpu_util"], data["wall_s"], data.get("worker_cpu", 0.0))))
     return out
+
+
+def load_calibration_runs(out_dir: str | Path) -> list[ScenarioResult]:
+    """The calibration runs saved in ``out_dir`` (``<out_dir>/<scenario>/run.json``) with every repeat found there
+    (``cal-park.r2``, …: as many as the directory holds); scenarios without a saved run are skipped, so a
+    directory saved before repeats (or before a scenario) existed still loads."""
+    found = [repeat_index(p.parent.name) for p in Path(out_dir).glob("*/run.json")
+             if base_name(p.parent.name) in TCP_RULE_SCENARIOS]
+    return load_suite(calibration_suite(max(found, default=1)), out_dir, missing_ok=True)
 
 
 def evaluate(cluster: Cluster, results: Sequence[ScenarioResult],
