@@ -100,3 +100,14 @@ def test_theta_steps_are_reused_when_the_cap_never_binds(monkeypatch):
     p = plan(cluster, jobs, t0=5.0e6)
     assert p.feasible and len(p.log) >= 20
     assert len(calls) == 1 and p.trials == len(p.log) * len(kappa_classes([j.num_gpus for j in jobs], 8))
+
+
+@given(st.lists(st.integers(1, 40), max_size=30), st.integers(0, 48))
+def test_kappa_classes_are_the_first_kappa_of_each_split(sizes, kmax):
+    out, seen = [], set()
+    for k in range(1, kmax + 1):
+        split = frozenset(s for s in sizes if s <= k)
+        if split not in seen:
+            seen.add(split)
+            out.append(k)
+    assert kappa_classes(sizes, kmax) == out

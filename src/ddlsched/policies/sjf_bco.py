@@ -40,7 +40,7 @@ import numpy as np
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from ddlsched.cluster.topology import Cluster
-from ddlsched.engine.decisions import Decision, Start
+from ddlsched.engine.decisions import Decision, Start, WakeAt
 from ddlsched.engine.view import SchedulerView
 from ddlsched.perf.base import Placement
 from ddlsched.perf.sjf_bco import SjfBcoContention
@@ -49,6 +49,7 @@ from ddlsched.policies.registry import register
 from ddlsched.workload.profiles import ModelProfile
 
 ALGORITHMS = ("sjf-bco", "ff", "ls", "rand")
+_MAX, _MIN = np.maximum.reduce, np.minimum.reduce
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,21 @@ class _Static:
         self.server_size = np.array([len(g) for g in cluster.server_gpus], dtype=float)
         self.server_ids = np.arange(self.num_servers)
         self.gpu_mem = np.array([cluster.gpu_mem_mb(g) for g in range(cluster.num_gpus)])
+        self.gpu_server = list(cluster.gpu_server)
+        self.one_type = len(cluster.gpu_types) == 1
         self._fit: dict[float, np.ndarray | None] = {}
         self._fit_size: dict[float, np.ndarray] = {}
+        self._tau_model: SjfBcoContention | None = None
+        self._taus: dict[tuple, tuple[float, ModelProfile]] = {}
+
+    def taus(self, model: SjfBcoContention) -> dict[tuple, tuple[float, ModelProfile]] | None:
+        """Memo of ``model``'s eq. (8) iteration times (see :meth:`_Trial.commit`); None for a model that overrides
+        ``iteration_time`` (it may read more than the memo's key)."""
+        if type(model).iteration_time is not SjfBcoContention.iteration_time:
+            return None
+        if self._tau_model is not model:
+            self._tau_model, self._taus = model, {}
+        return self._taus
 
     def fits(self, mem_mb: float) -> np.ndarray | None:
         """Mask of the GPUs with ≥ ``mem_mb`` MB, or None when every GPU has that much."""
@@ -131,8 +145,8 @@ class _Trial:
 
     def __init__(self, st: _Static, model: SjfBcoContention, busy: np.ndarray, t0: float) -> None:
         self.st = st
-        self.c = st.cluster
         self.model = model
+        self.taus = st.taus(model)
         self.busy = busy.copy()
         self.U = np.zeros(len(busy))
         self.t = t0
@@ -141,6 +155,7 @@ class _Trial:
         self.m = -1.0
         self.lo = -math.inf
         self.hi = math.inf
+        self.lbsgf_order: tuple[np.ndarray, np.ndarray] | None = None  # LBSGF's server order for the current U
 
     def copy(self) -> _Trial:
         new = _Trial.__new__(_Trial)
@@ -153,38 +168,51 @@ class _Trial:
         """GPUs free at the clock with U_g + cost ≤ θ (and enough memory), ascending; updates ``lo``/``hi``."""
         ok = self.busy <= self.t + 1e-9
         fit = self.st.fits(mem_mb)
-        cand = np.flatnonzero(ok if fit is None else ok & fit)
+        cand = (ok if fit is None else ok & fit).nonzero()[0]
         if not cand.size:
             return cand
         thr = theta + 1e-9
         v = self.U[cand] + cost
-        top = v.max()
+        top = _MAX(v)
         if top <= thr:
-            self.lo = max(self.lo, top)
+            if top > self.lo:
+                self.lo = top
             return cand
         passing = v <= thr
         if passing.any():
-            self.lo = max(self.lo, v[passing].max())
-        self.hi = min(self.hi, v[~passing].min())
+            self.lo = max(self.lo, _MAX(v[passing]))
+        self.hi = min(self.hi, _MIN(v[~passing]))
         return cand[passing]
 
     def advance(self) -> bool:
         later = self.busy[self.busy > self.t + 1e-9]
-        if later.size == 0:
+        if not later.size:
             return False
-        self.t = float(later.min())
+        self.t = float(_MIN(later))
         return True
 
     def commit(self, job: PlanJob, gpus: list[int], cost: float) -> PlanEntry:
-        servers = sorted(self.c.servers_of(gpus))
+        """Start ``job`` on ``gpus`` at the clock. τ_j (eq. 8) depends on the placement only through its servers (and
+        GPU types when there are several), so it is memoised per (profile, G_j, servers or GPUs, degree)."""
+        gs = self.st.gpu_server
+        servers = sorted({gs[g] for g in gpus})
         degree = 0
         if len(servers) > 1:
             me = self.multi_ends
             degree = 1 + max(sum(1 for e in me.get(s, ()) if e > self.t + 1e-9) for s in servers)
-        tau = self.model.iteration_time(Placement(job.job_id, tuple(gpus), job.profile), degree).total_s
+        taus = self.taus
+        key = (id(job.profile), job.num_gpus, tuple(servers) if self.st.one_type else tuple(sorted(gpus)), degree)
+        hit = taus.get(key) if taus is not None else None
+        if hit is None:
+            tau = self.model.iteration_time(Placement(job.job_id, tuple(gpus), job.profile), degree).total_s
+            if taus is not None:
+                taus[key] = (tau, job.profile)  # the profile kept alive, so its id is not reused
+        else:
+            tau = hit[0]
         end = self.t + job.iterations * tau
         self.busy[gpus] = end
         self.U[gpus] += cost
+        self.lbsgf_order = None
         if len(servers) > 1:
             for s in servers:
                 self.multi_ends.setdefault(s, []).append(end)
@@ -234,8 +262,13 @@ def _fa_ffp(tr: _Trial, job: PlanJob, cand: np.ndarray) -> list[int] | None:
 def _lbsgf(tr: _Trial, job: PlanJob, cand: np.ndarray, lam: float) -> list[int] | None:
     """Servers by ΣU_g/O_s ascending, shortest prefix with Σ O_s ≥ λ·G_j; their capped free GPUs by U_g."""
     st = tr.st
-    avg = np.bincount(st.server, weights=tr.U, minlength=st.num_servers) / st.server_size  # sequential sums
-    order = np.argsort(avg, kind="stable")  # = lexsort((server id, avg))
+    if tr.lbsgf_order is None:  # U changes only at a commit: the order is reused while the clock advances
+        avg = np.bincount(st.server, weights=tr.U, minlength=st.num_servers) / st.server_size  # sequential sums
+        order = np.argsort(avg, kind="stable")  # = lexsort((server id, avg))
+        pos = np.empty(st.num_servers, dtype=np.intp)
+        pos[order] = st.server_ids
+        tr.lbsgf_order = order, pos
+    order, pos = tr.lbsgf_order
     cum = np.cumsum(st.fit_size(job.mem_mb)[order])
     k = int(np.searchsorted(cum >= lam * job.num_gpus, True))  # first prefix holding enough (all if none)
     chosen = np.zeros(st.num_servers, dtype=bool)
@@ -243,8 +276,6 @@ def _lbsgf(tr: _Trial, job: PlanJob, cand: np.ndarray, lam: float) -> list[int] 
     pool = cand[chosen[st.server[cand]]]
     if len(pool) < job.num_gpus:
         return None
-    pos = np.empty(st.num_servers, dtype=np.intp)
-    pos[order] = st.server_ids
     sel = np.lexsort((pool, pos[st.server[pool]], tr.U[pool]))
     return pool[sel[: job.num_gpus]].tolist()
 
@@ -331,14 +362,9 @@ def _theta_step(st: _Static, model: SjfBcoContention, order: Sequence[PlanJob], 
 
 def kappa_classes(sizes: Sequence[int], kmax: int) -> list[int]:
     """The smallest κ of each distinct split {G ≤ κ} of the job sizes, for κ in 1..kmax."""
-    out: list[int] = []
-    seen: set[frozenset[int]] = set()
-    for k in range(1, kmax + 1):
-        split = frozenset(s for s in sizes if s <= k)
-        if split not in seen:
-            seen.add(split)
-            out.append(k)
-    return out
+    if kmax < 1:
+        return []
+    return [1, *sorted(s for s in set(sizes) if 1 < s <= kmax)]  # the split changes exactly at a job size > 1
 
 
 def plan(cluster: Cluster, jobs: Sequence[PlanJob], *, algorithm: str = "sjf-bco", horizon: float | None = None,
@@ -405,20 +431,27 @@ class PlannedPolicy(Policy):
     def __init__(self, *, u: Annotated[float, Field(ge=1)] = 1.15, lam: Annotated[float, Field(ge=1)] = 1.0,
                  kappa: PositiveInt | None = None, horizon_s: PositiveFloat | None = None,
                  xi1: Annotated[float, Field(gt=0, le=1)] = 1.0, xi2_s: NonNegativeFloat = 0.0,
-                 alpha: NonNegativeFloat = 0.1) -> None:
+                 alpha: NonNegativeFloat = 0.1, replan_every_s: NonNegativeFloat = 0.0) -> None:
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}")
+        if not math.isfinite(replan_every_s):
+            raise ValueError("replan_every_s must be finite")
         self.u, self.lam, self.kappa, self.horizon_s = u, lam, kappa, horizon_s
+        self.replan_every_s = replan_every_s
+        self._last_plan_s = -math.inf
+        self._wake_s = -math.inf
         self.model_params = {"xi1": xi1, "xi2_s": xi2_s, "alpha": alpha}
         self.plans: list[Plan] = []
         self._entries: list[PlanEntry] = []
         self._planned: set[str] = set()
+        self._jobs: dict[str, PlanJob] = {}
         self._model: SjfBcoContention | None = None
         self.on_plan: Callable[[Plan], None] | None = None
         self._mech: dict[str, float] = {}
 
     def reset(self) -> None:
-        self.plans, self._entries, self._planned, self._model = [], [], set(), None
+        self.plans, self._entries, self._planned, self._model, self._jobs = [], [], set(), None, {}
+        self._last_plan_s, self._wake_s = -math.inf, -math.inf
         self._mech = {}
 
     def mechanisms(self) -> dict[str, float]:
@@ -447,8 +480,16 @@ class PlannedPolicy(Policy):
             end = view.now + r.remaining_iters * it
             for g in r.gpus:
                 busy[g] = max(busy[g], end)
-        jobs = [PlanJob(j.job_id, j.num_gpus, j.remaining_iters, j.remaining_ideal_s, j.profile, j.seq, j.mem_mb)
-                for j in view.pending]
+        jobs = []
+        known, cache = self._jobs, {}
+        for j in view.pending:  # a waiting job's PlanJob is reused while its remaining work is unchanged
+            rem = j.remaining_iters
+            pj = known.get(j.job_id)
+            if pj is None or pj.iterations != rem:
+                pj = PlanJob(j.job_id, j.num_gpus, rem, rem * j.ideal_iter_s, j.profile, j.seq, j.mem_mb)
+            cache[j.job_id] = pj
+            jobs.append(pj)
+        self._jobs = cache
         horizon = self.horizon_s if self.horizon_s is not None and self.horizon_s > view.now else None
         p = plan(c, jobs, algorithm=self.algorithm, horizon=horizon, u=self.u, lam=self.lam, kappa=self.kappa,
                  model=self._model, busy_until=busy, t0=view.now, seed=int(view.rng.random() * 2**31))
@@ -466,13 +507,26 @@ class PlannedPolicy(Policy):
         self._entries = list(p.entries)
         self._planned = {e.job_id for e in self._entries}
 
+    def _replan_due(self, now: float, pending: set[str]) -> bool:
+        """Whether a call with an unplanned pending job replans now: always by default; with ``replan_every_s``
+        = W > 0 only when nothing planned is still waiting or W has passed since the last replan."""
+        w = self.replan_every_s
+        if w <= 0 or now >= self._last_plan_s + w:
+            return True
+        return not any(e.job_id in pending for e in self._entries)
+
     def schedule(self, view: SchedulerView) -> list[Decision]:
         pending = {j.job_id for j in view.pending}
+        out: list[Decision] = []
         if pending - self._planned:
-            self._replan(view)
+            if self._replan_due(view.now, pending):
+                self._replan(view)
+                self._last_plan_s = view.now
+            elif self._wake_s != (due := self._last_plan_s + self.replan_every_s):
+                self._wake_s = due  # the unplanned jobs are planned at the next replan, W after the last one
+                out.append(WakeAt(due))
         alloc = view.allocation()
         reserved: set[int] = set()
-        out: list[Decision] = []
         remaining: list[PlanEntry] = []
         for e in self._entries:
             if e.job_id not in pending:
