@@ -155,7 +155,8 @@ class _Trial:
         self.m = -1.0
         self.lo = -math.inf
         self.hi = math.inf
-        self.lbsgf_order: tuple[np.ndarray, np.ndarray] | None = None  # LBSGF's server order for the current U
+        # LBSGF's server order (and chosen servers per memory need and λ·G_j) for the current U
+        self.lbsgf_order: tuple[np.ndarray, np.ndarray, dict[tuple[float, float], np.ndarray]] | None = None
 
     def copy(self) -> _Trial:
         new = _Trial.__new__(_Trial)
@@ -267,12 +268,15 @@ def _lbsgf(tr: _Trial, job: PlanJob, cand: np.ndarray, lam: float) -> list[int] 
         order = np.argsort(avg, kind="stable")  # = lexsort((server id, avg))
         pos = np.empty(st.num_servers, dtype=np.intp)
         pos[order] = st.server_ids
-        tr.lbsgf_order = order, pos
-    order, pos = tr.lbsgf_order
-    cum = np.cumsum(st.fit_size(job.mem_mb)[order])
-    k = int(np.searchsorted(cum >= lam * job.num_gpus, True))  # first prefix holding enough (all if none)
-    chosen = np.zeros(st.num_servers, dtype=bool)
-    chosen[order[: k + 1]] = True
+        tr.lbsgf_order = order, pos, {}
+    order, pos, chosen_by = tr.lbsgf_order
+    need = lam * job.num_gpus
+    chosen = chosen_by.get((job.mem_mb, need))
+    if chosen is None:
+        cum = np.cumsum(st.fit_size(job.mem_mb)[order])
+        k = int(np.searchsorted(cum >= need, True))  # first prefix holding enough (all if none)
+        chosen = chosen_by[job.mem_mb, need] = np.zeros(st.num_servers, dtype=bool)
+        chosen[order[: k + 1]] = True
     pool = cand[chosen[st.server[cand]]]
     if len(pool) < job.num_gpus:
         return None
