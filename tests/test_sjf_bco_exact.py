@@ -1,6 +1,7 @@
 """The planner's exact shortcuts (issue 13): reusing a θ step's result inside the θ-interval it holds for, and
 sharing the κ runs' common prefix, give the plan, log and trial count of running every trial from scratch."""
 
+import itertools
 import math
 import random
 
@@ -111,3 +112,65 @@ def test_kappa_classes_are_the_first_kappa_of_each_split(sizes, kmax):
             seen.add(split)
             out.append(k)
     assert kappa_classes(sizes, kmax) == out
+
+
+# ---------------------------------------------------------------- replan_every_s (an approximation, off by default)
+def _workload(draw_jobs):
+    from ddlsched.workload import JobSpec
+
+    return [JobSpec(f"j{i}", t, g, "m", iterations=it) for i, (t, g, it) in enumerate(draw_jobs)]
+
+
+JOBS = st.lists(st.tuples(st.floats(0, 400, allow_nan=False).map(lambda x: round(x, 1)), st.sampled_from([1, 2, 4, 8]),
+                          st.integers(50, 3000)), min_size=1, max_size=25).map(lambda js: sorted(js))
+
+
+def _run(jobs, algorithm: str, **params):
+    from ddlsched.engine import run_simulation
+    from ddlsched.policies.sjf_bco import planned_policy
+    from ddlsched.workload.profiles import ModelCatalog
+
+    cat = ModelCatalog([ModelProfile("m", grad_mb=100.0, compute_ms=50.0, batch_size=32, mem_mb=1000)])
+    cluster = Cluster.build("t", [[ServerSpec(4, "V100", 10.0) for _ in range(4)]], {"V100": GPUType("V100", 32768)})
+    policy = planned_policy(algorithm, **params)
+    made: list[tuple[float, bool]] = []  # (time of a replan, whether a planned job was still waiting then)
+    real = policy._replan
+
+    def spy(view):
+        pending = {j.job_id for j in view.pending}
+        made.append((view.now, any(e.job_id in pending for e in policy._entries)))
+        real(view)
+
+    policy._replan = spy
+    return run_simulation(cluster, _workload(jobs), policy, catalog=cat), made
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(JOBS, st.sampled_from([30.0, 120.0, 1000.0]), st.sampled_from(["sjf-bco", "ff", "rand"]))
+def test_replan_every_s_spaces_replans_and_finishes_every_job(jobs, w, algorithm):
+    r, made = _run(jobs, algorithm, replan_every_s=w)
+    assert all(x["finish_s"] is not None for x in r.records) and len(r.records) == len(jobs)
+    for (t0, _), (t1, waiting) in itertools.pairwise(made):
+        assert t1 >= t0 + w or not waiting  # a replan comes W after the last, or when nothing planned waits
+    for x in r.records:  # a job never starts before the replan that placed it
+        assert any(t <= x["first_start_s"] for t, _ in made)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(JOBS, st.sampled_from(["sjf-bco", "ls"]))
+def test_replan_every_s_zero_is_the_default(jobs, algorithm):
+    a, made_a = _run(jobs, algorithm)
+    b, made_b = _run(jobs, algorithm, replan_every_s=0.0)
+    assert a.records == b.records and made_a == made_b
+
+
+def test_replan_every_s_must_be_finite_and_non_negative():
+    import pytest
+
+    from ddlsched.errors import ConfigError
+    from ddlsched.policies import make_policy
+
+    assert make_policy("sjf-bco", {"replan_every_s": 600}).replan_every_s == 600
+    for bad in (-1, float("inf")):
+        with pytest.raises(ConfigError):
+            make_policy("sjf-bco", {"replan_every_s": bad})

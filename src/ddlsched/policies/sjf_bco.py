@@ -156,7 +156,8 @@ class _Trial:
         self.lo = -math.inf
         self.hi = math.inf
         # LBSGF's server order (and chosen servers per memory need and λ·G_j) for the current U
-        self.lbsgf_order: tuple[np.ndarray, np.ndarray, dict[tuple[float, float], np.ndarray]] | None = None
+        self.lbsgf_order: tuple[np.ndarray, np.ndarray, dict[tuple[float, float], tuple[np.ndarray, np.ndarray]]] \
+            | None = None
 
     def copy(self) -> _Trial:
         new = _Trial.__new__(_Trial)
@@ -224,9 +225,31 @@ class _Trial:
 
     def place(self, job: PlanJob, rule: str, theta: float, cost: float, lam: float,
               rng: random.Random | None = None) -> bool:
-        """Place ``job`` by ``rule`` (fa-ffp, lbsgf, ff, ls, rand) at the earliest clock it fits; False if never."""
+        """Place ``job`` by ``rule`` (fa-ffp, lbsgf, ff, ls, rand) at the earliest clock it fits; False if never.
+
+        Every rule succeeds exactly when at least G_j GPUs are free, fit, pass the cap (and, for LBSGF, sit on its
+        chosen servers, which depend on U only): with ``need`` the G_j-th smallest busy-until time among those
+        GPUs, that is ``need ≤ t + 1e-9``, so the clock advances without re-running the rule at each step. The
+        GPUs this test reads are all free at the clock where the rule runs, so that run's θ-interval covers it.
+        """
         n = job.num_gpus
+        st = self.st
+        ok = self.U + cost <= theta + 1e-9
+        fit = st.fits(job.mem_mb)
+        if fit is not None:
+            ok &= fit
+        if rule == "lbsgf":
+            ok &= _lbsgf_chosen(self, job, lam)[1]
+        eligible = self.busy[ok]
+        if eligible.size < n:  # never enough: the clock runs out; the cap test at the end, as a full run makes it
+            self.t = max(self.t, float(_MAX(self.busy)))
+            self.free_capped(cost, theta, job.mem_mb)
+            return False
+        need = float(np.partition(eligible, n - 1)[n - 1])
         while True:
+            while not need <= self.t + 1e-9:
+                if not self.advance():  # unreachable: ``need`` is a busy-until time
+                    return False
             cand = self.free_capped(cost, theta, job.mem_mb)
             gpus: list[int] | None = None
             if len(cand) >= n:
@@ -244,7 +267,7 @@ class _Trial:
             if gpus is not None:
                 self.commit(job, gpus, cost)
                 return True
-            if not self.advance():
+            if not self.advance():  # unreachable (the test above is exact); kept as the plain loop's step
                 return False
 
 
@@ -260,8 +283,9 @@ def _fa_ffp(tr: _Trial, job: PlanJob, cand: np.ndarray) -> list[int] | None:
     return cand[order[: job.num_gpus]].tolist()
 
 
-def _lbsgf(tr: _Trial, job: PlanJob, cand: np.ndarray, lam: float) -> list[int] | None:
-    """Servers by ΣU_g/O_s ascending, shortest prefix with Σ O_s ≥ λ·G_j; their capped free GPUs by U_g."""
+def _lbsgf_chosen(tr: _Trial, job: PlanJob, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """LBSGF's chosen servers for ``job`` at the current U, as a server mask and a GPU mask (reused until U
+    changes), and the servers' positions in the order."""
     st = tr.st
     if tr.lbsgf_order is None:  # U changes only at a commit: the order is reused while the clock advances
         avg = np.bincount(st.server, weights=tr.U, minlength=st.num_servers) / st.server_size  # sequential sums
@@ -271,15 +295,24 @@ def _lbsgf(tr: _Trial, job: PlanJob, cand: np.ndarray, lam: float) -> list[int] 
         tr.lbsgf_order = order, pos, {}
     order, pos, chosen_by = tr.lbsgf_order
     need = lam * job.num_gpus
-    chosen = chosen_by.get((job.mem_mb, need))
-    if chosen is None:
+    hit = chosen_by.get((job.mem_mb, need))
+    if hit is None:
         cum = np.cumsum(st.fit_size(job.mem_mb)[order])
         k = int(np.searchsorted(cum >= need, True))  # first prefix holding enough (all if none)
-        chosen = chosen_by[job.mem_mb, need] = np.zeros(st.num_servers, dtype=bool)
+        chosen = np.zeros(st.num_servers, dtype=bool)
         chosen[order[: k + 1]] = True
-    pool = cand[chosen[st.server[cand]]]
+        hit = chosen_by[job.mem_mb, need] = chosen, chosen[st.server]
+    return hit
+
+
+def _lbsgf(tr: _Trial, job: PlanJob, cand: np.ndarray, lam: float) -> list[int] | None:
+    """Servers by ΣU_g/O_s ascending, shortest prefix with Σ O_s ≥ λ·G_j; their capped free GPUs by U_g."""
+    st = tr.st
+    on_chosen = _lbsgf_chosen(tr, job, lam)[1]
+    pool = cand[on_chosen[cand]]
     if len(pool) < job.num_gpus:
         return None
+    pos = tr.lbsgf_order[1]  # type: ignore[index]
     sel = np.lexsort((pool, pos[st.server[pool]], tr.U[pool]))
     return pool[sel[: job.num_gpus]].tolist()
 
