@@ -174,3 +174,13 @@ def test_replan_every_s_must_be_finite_and_non_negative():
     for bad in (-1, float("inf")):
         with pytest.raises(ConfigError):
             make_policy("sjf-bco", {"replan_every_s": bad})
+
+
+def test_replan_every_s_at_the_measured_threshold_lifts_the_paper_scale_warning():
+    from ddlsched.policies import make_policy
+    from ddlsched.policies.sjf_bco import FAST_REPLAN_EVERY_S
+
+    for name in ("sjf-bco", "bco-ff", "bco-ls", "bco-rand"):
+        default = make_policy(name).paper_scale_jobs
+        assert make_policy(name, {"replan_every_s": FAST_REPLAN_EVERY_S}).paper_scale_jobs is None
+        assert make_policy(name, {"replan_every_s": FAST_REPLAN_EVERY_S / 2}).paper_scale_jobs == default
