@@ -592,7 +592,6 @@ class PlannedPolicy(Policy):
 @register
 class SjfBco(PlannedPolicy):
     name = "sjf-bco"
-    paper_scale_jobs = 2_500
     description = "Yu 2022 SJF-BCO planner: bisection on θ, κ sweep, FA-FFP + LBSGF (params u, lam, kappa, ...)"
     algorithm = "sjf-bco"
 
@@ -600,7 +599,7 @@ class SjfBco(PlannedPolicy):
 @register
 class BcoFf(PlannedPolicy):
     name = "bco-ff"
-    paper_scale_jobs = 2_500
+    paper_scale_jobs = 4_500
     description = "Yu 2022 baseline FF: first free GPUs in server order under its own bisected cap"
     algorithm = "ff"
 
@@ -608,7 +607,7 @@ class BcoFf(PlannedPolicy):
 @register
 class BcoLs(PlannedPolicy):
     name = "bco-ls"
-    paper_scale_jobs = 2_500
+    paper_scale_jobs = 4_500
     description = "Yu 2022 baseline LS: least-accumulated-time GPUs under its own bisected cap"
     algorithm = "ls"
 
