@@ -7,7 +7,7 @@ from ddlsched.errors import ConfigError
 from ddlsched.perf import make_perf_model
 from ddlsched.perf.base import Placement
 from ddlsched.perf.phased_exact import PhaseClock, phased_job
-from ddlsched.perf.tcp_share import contended, own_slow_queues, tcp_rates
+from ddlsched.perf.tcp_share import contended, own_slow_links, own_slow_queues, tcp_rates
 from ddlsched.workload.profiles import ModelProfile
 
 PROF = ModelProfile("m", grad_mb=100.0, compute_ms=50.0, batch_size=32, mem_mb=1000)
@@ -105,6 +105,7 @@ def test_own_slow_queues_are_structural():
     hops = {p.job_id: [tuple(h) for h in c.ring_hops(p.gpus)] for p in ps}
     assert own_slow_queues(hops, cap) == {"a": [1, 1], "b": [0, 0]}  # server 3's rx (hop 1→3), tx (hop 3→1)
     assert own_slow_queues({"a": hops["a"]}, cap) == {"a": [1, 1]}  # alone too: W = max(1, κ)^−γ = 1
+    assert own_slow_links(hops, cap) == {"a": [(c.nic_rx_link(3),), (c.nic_tx_link(3),)], "b": [(), ()]}
 
 
 @pytest.mark.parametrize("kappa,gamma,expected_a", [
@@ -123,6 +124,53 @@ def test_own_slow_queue_weight_by_hand(kappa: float, gamma: float, expected_a: f
         pm.add(p)
     assert pm.rate("a") == pytest.approx(expected_a * C)
     assert pm.rate("b") == pytest.approx((1 - expected_a) * C)
+
+
+def test_own_slow_queue_counts_when_the_ring_fills_it():
+    """slow_pair: with no own queues counted (κ-free stage), a runs at its 4 Gb/s NIC's rate, so both of its own
+    slow links are full and hold a queue; counting them (κ = 1) then pushes a below that rate (0.261 C < 0.4 C).
+    They stay counted: the decision is taken once, so the result does not depend on the number of rounds."""
+    c, ps = slow_pair()
+    cap = [link.capacity_Bps for link in c.links]
+    hops = {p.job_id: [tuple(h) for h in c.ring_hops(p.gpus)] for p in ps}
+    free = tcp_rates(hops, cap, 1.5, own_queue=0.0)
+    assert free["a"] == pytest.approx(0.4 * C)
+    assert own_slow_queues(hops, cap, free) == {"a": [1, 1], "b": [0, 0]}
+    counted = tcp_rates(hops, cap, 1.5, own_queue=1.0)
+    assert counted["a"] == pytest.approx(W2 / (1 + W2) * C)
+    assert own_slow_queues(hops, cap, counted) == {"a": [0, 0], "b": [0, 0]}  # below the NIC's rate now
+    for rounds in (1, 2, 3, 8, 9):
+        assert tcp_rates(hops, cap, 1.5, rounds, own_queue=1.0) == counted
+
+
+def uplink_trio() -> tuple[Cluster, list[Placement]]:
+    """The testbed's ``uplink``: rack 0 = servers 0–3 (10 Gb/s), rack 1 = servers 4, 5 (10 Gb/s), 6, 7 (4 Gb/s);
+    uplinks 10 and 7 Gb/s (4:1). Three 2-rings across the racks on servers 0/4, 1/5, 2/6."""
+    fast, slow = ServerSpec(4, "V100", 10.0), ServerSpec(4, "V100", 4.0)
+    c = Cluster.build("t", [[fast] * 4, [fast, fast, slow, slow]], {"V100": GPUType("V100", 32768)},
+                      oversubscription=4.0)
+    g = c.server_gpus
+    return c, [Placement(k, (g[s][0], g[s + 4][0]), PROF) for s, k in enumerate("abc")]
+
+
+@pytest.mark.parametrize("kappa", [0.0, 1.0])
+def test_own_slow_link_held_below_its_rate_holds_no_queue(kappa: float):
+    """Rack 1's 7 Gb/s up- and downlink are contended (three rings, full; the downlink's rings come from rack 0's
+    10 Gb/s uplink, faster than it, so it is not shadowed): every hop crosses one, W = 1 for all, 7/3 Gb/s each.
+    c's 4 Gb/s NIC is an own slow link of both its hops (slower than 10, 10, 7 Gb/s), but the uplink holds c at
+    7/3 < 4 Gb/s: no queue, κ changes nothing. (Counted from topology alone, n_c = 2 would give c 1.05 Gb/s.)"""
+    c, ps = uplink_trio()
+    cap = [link.capacity_Bps for link in c.links]
+    hops = {p.job_id: [tuple(h) for h in c.ring_hops(p.gpus)] for p in ps}
+    assert own_slow_queues(hops, cap) == {"a": [0, 0], "b": [0, 0], "c": [1, 1]}  # the structural candidates
+    r = tcp_rates(hops, cap, 1.5, own_queue=kappa)
+    assert own_slow_queues(hops, cap, r) == {"a": [0, 0], "b": [0, 0], "c": [0, 0]}
+    for j in "abc":
+        assert r[j] == pytest.approx(7 * GBIT / 3), j
+    pm = make_perf_model("maxmin", c, fairness="tcp", tcp_exponent=1.5, tcp_own_queue=kappa)
+    for p in ps:
+        pm.add(p)
+    assert {p.job_id: pm.rate(p.job_id) for p in ps} == pytest.approx(r)
 
 
 def test_own_queue_parameter_is_checked_and_reported():

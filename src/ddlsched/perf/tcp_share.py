@@ -14,20 +14,26 @@ The allocation, for a set of rings that can couple (one component of ``maxmin``)
    *shadowed*: a queue whose every hop arrives from one and the same upstream link u, with C_u ≤ C_l, cannot
    build (its input is already paced to at most C_l) — e.g. the receive side of a NIC pair that only one
    sender's transmit queue feeds;
-3. hop h of ring j crosses n_h contended queues, plus κ (``own_queue``, default 0) for every *own slow queue*
-   on it: a link that no other ring crosses and that is strictly slower than every other link of the hop, so
-   the hop's packets arrive at (or leave for) it faster than it drains and TCP keeps a queue there;
-   W_j = min over its hops of max(1, n_h)^−γ (the ring is step-synchronous, so its slowest hop sets its pace;
-   γ = ``exponent``, 1.5 for RTT ∝ queues and loss ∝ queues under Reno);
+3. hop h of ring j crosses n_h contended queues; W_j = min over its hops of max(1, n_h)^−γ (the ring is
+   step-synchronous, so its slowest hop sets its pace; γ = ``exponent``, 1.5 for RTT ∝ queues and loss ∝ queues
+   under Reno);
 4. repeat from 1 with the new weights until the contended set stops changing (at most ``max_rounds`` times; the
-   last allocation is returned, so the result is deterministic either way).
+   last allocation is returned, so the result is deterministic either way);
+5. with κ (``own_queue``) > 0: an *own slow link* of a hop — one that no other ring crosses and that is strictly
+   slower than every other link of the hop — is an **own slow queue** when the ring's own load fills it in the
+   allocation of step 4 (m_jl · r_j ≥ C_l · (1 − ε), the saturation test of step 2): the hop's packets then reach
+   (or leave for) it faster than it drains, and TCP keeps a queue there. Each adds κ to its hop's n_h, and steps
+   1–4 continue from step 4's state with these counts fixed. A slow link that another link holds the ring below
+   (e.g. a 4 Gb/s NIC behind a shared 7 Gb/s uplink giving the ring a third of it) holds no queue and adds
+   nothing.
 
 Assumptions: every contended queue adds the same delay and the same loss; base RTT is negligible against
 queueing; an own slow queue counts κ of a contended one (κ = 0: it adds nothing, the default; κ = 1: as much);
-one weight per ring, taken from its worst hop, everywhere it crosses. Own slow queues are structural (capacities
-and which rings cross a link, not rates), so they cannot make the iteration oscillate. γ and κ are defaults
-here; ``ddlsched testbed calibrate`` fits both on its own scenarios (docs/validation.md). With all weights 1
-(γ = 0) this is exactly per-ring max-min.
+one weight per ring, taken from its worst hop, everywhere it crosses. Which own slow links hold a queue is decided
+once, on the allocation without them, not re-tested every round: counting one can push its ring below the link's
+rate (the intended TCP effect, e.g. `cal-own`), and re-testing would then drop it again and oscillate. γ and κ are
+defaults here; ``ddlsched testbed calibrate`` fits both on its own scenarios (docs/validation.md). With all
+weights 1 (γ = 0) this is exactly per-ring max-min.
 """
 
 from __future__ import annotations
@@ -100,25 +106,42 @@ def contended(hops: Mapping[str, Sequence[tuple[int, ...]]], rates: Mapping[str,
     return frozenset(out)
 
 
-def own_slow_queues(hops: Mapping[str, Sequence[tuple[int, ...]]], cap: Sequence[float]) -> dict[str, list[int]]:
-    """Per ring, per hop: how many of the hop's links are *own slow queues* — crossed by no other ring and
-    strictly slower than every other link of the hop (a hop of one link has none)."""
+def own_slow_links(hops: Mapping[str, Sequence[tuple[int, ...]]],
+                   cap: Sequence[float]) -> dict[str, list[tuple[int, ...]]]:
+    """Per ring, per hop: the hop's *own slow links* — crossed by no other ring and strictly slower than every
+    other link of the hop (a hop of one link has none). Structural: capacities and rings only."""
     rings: dict[int, set[str]] = {}
     for j, hs in hops.items():
         for hop in hs:
             for lid in hop:
                 rings.setdefault(lid, set()).add(j)
-    out: dict[str, list[int]] = {}
+    out: dict[str, list[tuple[int, ...]]] = {}
     for j, hs in hops.items():
-        counts = []
+        per_hop = []
         for hop in hs:
-            k = 0
+            slow = []
             for i, lid in enumerate(hop):
                 others = [cap[o] for n, o in enumerate(hop) if n != i]
                 if others and len(rings[lid]) == 1 and cap[lid] < min(others) * (1 - 1e-9):
-                    k += 1
-            counts.append(k)
-        out[j] = counts
+                    slow.append(lid)
+            per_hop.append(tuple(slow))
+        out[j] = per_hop
+    return out
+
+
+def own_slow_queues(hops: Mapping[str, Sequence[tuple[int, ...]]], cap: Sequence[float],
+                    rates: Mapping[str, float] | None = None) -> dict[str, list[int]]:
+    """Per ring, per hop: how many of the hop's own slow links (``own_slow_links``) hold a queue. With ``rates``,
+    only those the ring's own load fills (m_jl · r_j ≥ C_l · (1 − ε), as for a contended queue); without, all
+    of them (the structural candidates)."""
+    links = own_slow_links(hops, cap)
+    out: dict[str, list[int]] = {}
+    for j, per_hop in links.items():
+        if rates is None:
+            out[j] = [len(slow) for slow in per_hop]
+            continue
+        m = Counter(lid for hop in hops[j] for lid in hop)
+        out[j] = [sum(1 for lid in slow if m[lid] * rates[j] >= cap[lid] * (1 - _SATURATED)) for slow in per_hop]
     return out
 
 
@@ -144,22 +167,34 @@ def check_params(exponent: float, own_queue: float) -> None:
         raise ValueError(f"tcp_own_queue must be a number in [0, 1], not {own_queue!r}")
 
 
-def tcp_rates(hops: Mapping[str, Sequence[tuple[int, ...]]], cap: Sequence[float],
-              exponent: float = DEFAULT_EXPONENT, max_rounds: int = MAX_ROUNDS,
-              own_queue: float = DEFAULT_OWN_QUEUE) -> dict[str, float]:
-    """Per-hop rates (bytes/s) of the rings ``hops`` (ring → path of each hop) under the contended-queue weights
-    (``own_queue`` = κ, the weight of an own slow queue)."""
-    use = {j: Counter(lid for hop in hs for lid in hop) for j, hs in hops.items()}
-    own = own_slow_queues(hops, cap) if own_queue else None
-    weights = {j: 1.0 for j in hops}
-    rates = weighted_fill(use, weights, cap)
-    queues = contended(hops, rates, cap)
+def _settle(hops: Mapping[str, Sequence[tuple[int, ...]]], use: Mapping[str, Mapping[int, int]],
+            cap: Sequence[float], weights: dict[str, float], rates: dict[str, float], exponent: float,
+            max_rounds: int, own: Mapping[str, Sequence[int]] | None,
+            own_queue: float) -> tuple[dict[str, float], dict[str, float]]:
+    """Iterate weights ← ``ring_weights`` (contended queues under the current rates, plus κ · ``own``) and
+    rates ← ``weighted_fill`` until the weights stop changing, at most ``max_rounds`` times; (weights, rates)."""
     for _ in range(max_rounds):
-        new = ring_weights(hops, queues, exponent, own, own_queue)
+        new = ring_weights(hops, contended(hops, rates, cap), exponent, own, own_queue)
         if new == weights:
             break
         weights = new
         rates = weighted_fill(use, weights, cap)
-        queues = contended(hops, rates, cap)
-    return rates
+    return weights, rates
 
+
+def tcp_rates(hops: Mapping[str, Sequence[tuple[int, ...]]], cap: Sequence[float],
+              exponent: float = DEFAULT_EXPONENT, max_rounds: int = MAX_ROUNDS,
+              own_queue: float = DEFAULT_OWN_QUEUE) -> dict[str, float]:
+    """Per-hop rates (bytes/s) of the rings ``hops`` (ring → path of each hop) under the contended-queue weights
+    (``own_queue`` = κ, the weight of an own slow queue). Two stages: the fixed point over contended queues
+    alone; then, if κ > 0 and a ring fills one of its own slow links there, the fixed point continued with those
+    queues counted (decided once, so the κ term cannot oscillate)."""
+    use = {j: Counter(lid for hop in hs for lid in hop) for j, hs in hops.items()}
+    weights = {j: 1.0 for j in hops}
+    weights, rates = _settle(hops, use, cap, weights, weighted_fill(use, weights, cap), exponent, max_rounds,
+                             None, 0.0)
+    if own_queue:
+        own = own_slow_queues(hops, cap, rates)
+        if any(any(n) for n in own.values()):
+            weights, rates = _settle(hops, use, cap, weights, rates, exponent, max_rounds, own, own_queue)
+    return rates
