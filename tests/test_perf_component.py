@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from ddlsched.cluster.topology import Cluster, GPUType, ServerSpec
 from ddlsched.perf import make_perf_model
-from ddlsched.perf.base import Placement
+from ddlsched.perf.base import PerfModel, Placement
 from ddlsched.workload.profiles import ModelProfile
 
 PROF = ModelProfile("m", grad_mb=100.0, compute_ms=50.0, batch_size=32, mem_mb=1000)
@@ -38,36 +38,31 @@ def naive(start: str, links_of, jobs_on, binding) -> list[str]:
 jobs_strategy = st.lists(st.lists(st.integers(0, 35), min_size=2, max_size=8, unique=True), min_size=2, max_size=14)
 
 
+def placed(model: str, jobs: list[list[int]]) -> PerfModel:
+    """The ``model`` on the test cluster with every job whose GPUs are still free placed, in order."""
+    pm = make_perf_model(model, cluster())
+    used: set[int] = set()
+    for i, gpus in enumerate(jobs):
+        if not used.intersection(gpus):
+            used.update(gpus)
+            pm.add(Placement(f"j{i}", tuple(gpus), PROF))
+    return pm
+
+
 @settings(max_examples=60, deadline=None)
 @given(jobs=jobs_strategy)
 def test_maxmin_component_matches_naive_search(jobs: list[list[int]]) -> None:
-    c = cluster()
-    pm = make_perf_model("maxmin", c)
-    used: set[int] = set()
-    for i, gpus in enumerate(jobs):
-        if used.intersection(gpus):
-            continue
-        used.update(gpus)
-        pm.add(Placement(f"j{i}", tuple(gpus), PROF))
+    pm = placed("maxmin", jobs)
     for jid in list(pm._job_links):
-        got = pm._component(jid)
         want = naive(jid, lambda j: pm._job_links[j], lambda lid: pm._link_jobs[lid],
                      lambda lid: len(pm._link_jobs[lid]) > 1 and pm._binding(lid))
-        assert got == set(want)
+        assert pm._component(jid) == set(want)
 
 
 @settings(max_examples=40, deadline=None)
 @given(jobs=jobs_strategy)
 def test_phased_component_matches_naive_search(jobs: list[list[int]]) -> None:
-    c = cluster()
-    pm = make_perf_model("phased", c)
-    used: set[int] = set()
-    for i, gpus in enumerate(jobs):
-        if used.intersection(gpus):
-            continue
-        used.update(gpus)
-        pm.add(Placement(f"j{i}", tuple(gpus), PROF))
+    pm = placed("phased", jobs)
     for jid in list(pm._jobs):
-        got = pm._component(jid)
         want = naive(jid, lambda j: pm._jobs[j].use, lambda lid: pm._link_jobs[lid], pm._binding)
-        assert got == set(want)
+        assert pm._component(jid) == set(want)
