@@ -135,7 +135,8 @@ def execute(seed: int, sizing: str, algorithm: str, *, kappa: int | None = None,
                                                               record_timeseries=False),
                              catalog=default_catalog().with_profiles(profiles))
     s = summarize(res)
-    p = policy.plans[0]
+    p = policy.first_plan
+    assert p is not None
     tau = {pr.name: pr.compute_ms / 1000.0 for pr in profiles}
     recs = [{**r, "rho": tau[r["model"]] * float(r["iterations"])} for r in res.records]
     long_id = extremes(jobs, profiles)[0].job_id

@@ -147,7 +147,8 @@ def run_one(seed: int, algorithm: str, *, horizon: float, num_servers: int = 20,
                                                           record_timeseries=False),
                          catalog=default_catalog().with_profiles(profiles))
     s = summarize(res)
-    p = policy.plans[0]
+    p = policy.first_plan
+    assert p is not None
     mech = s["mechanisms"]
     return {"makespan": s["makespan_s"], "avg_jct": s["avg_jct_s"], "plan_makespan": p.makespan,
             "feasible": p.feasible, "kappa": p.kappa, "theta": p.theta, "overhead_pct": s["comm_overhead_pct"],
