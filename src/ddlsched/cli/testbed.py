@@ -20,7 +20,7 @@ from ddlsched.cluster.topology import Cluster
 from ddlsched.errors import DdlschedError
 from ddlsched.perf import PERF_MODELS
 from ddlsched.testbed.netns import leftovers, read_state, teardown
-from ddlsched.testbed.scenarios import CAL_REPEATS
+from ddlsched.testbed.scenarios import CAL_REPEATS, VAL_REPEATS
 
 DEFAULT_OUT = "results/validation"
 FAIR_CLASSES = 8
@@ -77,6 +77,11 @@ cal_repeats_opt = click.option(
     "--cal-repeats", type=click.IntRange(min=1), default=CAL_REPEATS, show_default=True,
     help="run the TCP rule's calibration scenarios (cal-park, cal-own) this many times and fit γ, κ on all "
          "repeats (docs/validation.md, 'Calibration')")
+val_repeats_opt = click.option(
+    "--val-repeats", type=click.IntRange(min=1), default=VAL_REPEATS, show_default=True,
+    help="run every validation scenario this many times (interleaved: all once, then all again, …) and score the "
+         "models against each job's mean over its runs (docs/validation.md, 'Measurement protocol'); with "
+         "--reuse every saved repeat is loaded instead")
 fair_opt = click.option("--fair", "fair", flag_value=FAIR_CLASSES, default=0,
                         help="control experiment: share every link fairly between jobs (per-job htb classes) "
                              "instead of FIFO")
@@ -299,9 +304,11 @@ def _calibrate(spec: str, nic_mbit: float, scale: float | None, out: str, keep: 
                    "perf models were added")
 @fair_opt
 @cal_repeats_opt
+@val_repeats_opt
 def validate(spec: str, nic_mbit: float, calibration: str | None, out: str, doc: str, only: tuple[str, ...],
-             backend: str, keep: bool, reuse: str | None, fair: int, cal_repeats: int) -> None:
-    """Calibrate, run the fidelity suite, write the table (JSON + docs/validation.md), tear down."""
+             backend: str, keep: bool, reuse: str | None, fair: int, cal_repeats: int, val_repeats: int) -> None:
+    """Calibrate, run the fidelity suite (each scenario --val-repeats times), write the table (JSON +
+    docs/validation.md), tear down."""
     from ddlsched.testbed.calibrate import load_calibration
     from ddlsched.testbed.scenarios import VALIDATION
 
@@ -309,7 +316,7 @@ def validate(spec: str, nic_mbit: float, calibration: str | None, out: str, doc:
     if reuse:
         from ddlsched.testbed.calibrate import fit, save_calibration
         from ddlsched.testbed.scenarios import CALIBRATION
-        from ddlsched.testbed.validate import load_calibration_runs, load_suite
+        from ddlsched.testbed.validate import load_calibration_runs, load_validation_runs
 
         sc, meta = _scaled(spec, nic_mbit, None)
         cal_runs = load_calibration_runs(Path(reuse) / "calibration-runs")
@@ -323,19 +330,23 @@ def validate(spec: str, nic_mbit: float, calibration: str | None, out: str, doc:
             sc, [(r.scenario, r.run) for r in cal_runs], nic_mbit=meta["nic_mbit"], scale=meta["scale"])
         if not calibration:
             save_calibration(cal, f"{out}/calibration.json")
-        results = load_suite(scenarios, Path(reuse) / "runs")
+        results = load_validation_runs(scenarios, Path(reuse) / "runs")
+        click.echo(f"validation: {len(results)} saved runs of {len(scenarios)} scenarios")
     else:
         cal, sc, meta, results = _run_validation(spec, nic_mbit, calibration, out, scenarios, backend, keep, fair,
-                                                 cal_repeats)
+                                                 cal_repeats, val_repeats)
     _report(sc, meta, cal, results, out, doc)
 
 
 def _run_validation(spec: str, nic_mbit: float, calibration: str | None, out: str, scenarios: list[Any],
-                    backend: str, keep: bool, fair: int = 0,
-                    repeats: int = CAL_REPEATS) -> tuple[Any, Cluster, dict[str, Any], list[Any]]:
+                    backend: str, keep: bool, fair: int = 0, repeats: int = CAL_REPEATS,
+                    val_repeats: int = VAL_REPEATS) -> tuple[Any, Cluster, dict[str, Any], list[Any]]:
     from ddlsched.testbed.calibrate import load_calibration
     from ddlsched.testbed.fabric import cleanup_on_signals
+    from ddlsched.testbed.scenarios import validation_suite
     from ddlsched.testbed.validate import run_suite
+
+    suite = validation_suite(val_repeats, tuple(scenarios))
 
     try:
         with cleanup_on_signals():
@@ -346,8 +357,9 @@ def _run_validation(spec: str, nic_mbit: float, calibration: str | None, out: st
                     spec, nic_mbit, None, f"{out}/calibration.json", True, repeats=repeats)
                 meta = {**meta, "fair_jobs": fair}
                 with _session(spec, nic_mbit, None, True) as (sc, meta):
-                    click.echo("validation suite:")
-                    results = run_suite(sc, scenarios, Path(out) / "runs", backend=backend, log=click.echo)
+                    click.echo(f"validation suite ({len(suite)} runs: {len(scenarios)} scenarios × {val_repeats}, "
+                               "interleaved):")
+                    results = run_suite(sc, suite, Path(out) / "runs", backend=backend, log=click.echo)
             finally:
                 if not keep:
                     teardown()
@@ -360,7 +372,14 @@ def _run_validation(spec: str, nic_mbit: float, calibration: str | None, out: st
 
 
 def _report(sc: Cluster, meta: dict[str, Any], cal: Any, results: list[Any], out: str, doc: str) -> None:
-    from ddlsched.testbed.validate import evaluate, markdown_detail, markdown_table, plot_comm, save_report
+    from ddlsched.testbed.validate import (
+        evaluate,
+        markdown_detail,
+        markdown_table,
+        plot_comm,
+        save_report,
+        spread_line,
+    )
 
     report = evaluate(sc, results, cal)
     report["command"] = " ".join(["ddlsched testbed validate", *sys.argv[1 + sys.argv.index("validate"):]]
@@ -370,6 +389,7 @@ def _report(sc: Cluster, meta: dict[str, Any], cal: Any, results: list[Any], out
     save_report(report, f"{out}/fidelity.json")
     table, detail = markdown_table(report), markdown_detail(report)
     click.echo(table)
+    click.echo(spread_line(report))
     plots = [f"{out}/fidelity_comm.png"]
     if doc:
         plots.append(str(Path(doc).parent / "images" / "validation_comm.png"))
@@ -418,8 +438,14 @@ def _fmt_tcp(cal: dict[str, Any]) -> str:
 
 
 def _update_doc(path: Path, report: dict[str, Any], table: str, detail: str) -> None:
+    from ddlsched.testbed.validate import spread_line
+
     cal = report["calibration"]
     cpu, wcpu = report["cpu_util"], report["worker_cpu"]
+    sp = report["measurement_spread"]
+    runs = (("one run per scenario" if sp["runs_max"] == 1 else f"each job's measured time = mean of its "
+             f"{sp['runs_max']} runs") if sp["runs_min"] == sp["runs_max"] else
+            f"each job's measured time = mean of its {sp['runs_min']}–{sp['runs_max']} runs")
     block = "\n".join([
         BEGIN,
         f"Generated by `{report['command']}` on testbed `{report['testbed']['spec']}` "
@@ -429,7 +455,8 @@ def _update_doc(path: Path, report: dict[str, Any], table: str, detail: str) -> 
         f"CPU: the workers used at most {100 * max(wcpu.values()):.0f} % of the host's CPUs (mean "
         f"{100 * sum(wcpu.values()) / len(wcpu):.0f} %); the host as a whole (other tenants included) was busy "
         f"{100 * min(cpu.values()):.0f}–{100 * max(cpu.values()):.0f} %.",
-        "", f"### Summary (all {len(report['jobs'])} jobs of the suite)", "", table,
+        "", f"### Summary (all {len(report['jobs'])} jobs of the suite; {runs})",
+        "", table, "", spread_line(report),
         *(["", f"![predicted vs measured communication time per job]"
                f"(images/{report['plot']})"] if report.get("plot") else []),
         "", "### Per job (calibrated parameters)", "", detail, END])

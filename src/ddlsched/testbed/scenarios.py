@@ -133,15 +133,15 @@ REPEAT_SEP = ".r"
 
 
 def repeat_name(name: str, k: int) -> str:
-    """The saved name of the k-th run (1-based) of a calibration scenario: the first keeps ``name`` (so result
-    directories saved before repeats existed still load), later ones are ``name.r<k>``."""
+    """The saved name of the k-th run (1-based) of a calibration or validation scenario: the first keeps ``name``
+    (so result directories saved before repeats existed still load), later ones are ``name.r<k>``."""
     if k < 1:
         raise ValueError(f"repeat {k} of {name}: repeats are numbered from 1")
     return name if k == 1 else f"{name}{REPEAT_SEP}{k}"
 
 
 def base_name(name: str) -> str:
-    """The scenario a (possibly repeated) calibration run belongs to: ``cal-park.r3`` → ``cal-park``."""
+    """The scenario a (possibly repeated) run belongs to: ``cal-park.r3`` → ``cal-park``."""
     return name.rpartition(REPEAT_SEP)[0] if repeat_index(name) > 1 else name
 
 
@@ -161,6 +161,23 @@ def calibration_suite(repeats: int = CAL_REPEATS) -> tuple[Scenario, ...]:
     extra = [Scenario(repeat_name(n, k), f"{by_name[n].what} (repeat {k} of {repeats})", by_name[n].jobs)
              for k in range(2, repeats + 1) for n in TCP_RULE_SCENARIOS]
     return (*CALIBRATION, *extra)
+
+
+# Every validation scenario is run VAL_REPEATS times by default (``--val-repeats``) and scored against the per-job
+# mean over its runs (docs/validation.md, "Measurement protocol"): the models are deterministic and predict the
+# expected time, while TCP splits a shared link between equal rings differently from run to run.
+VAL_REPEATS = 3
+
+
+def validation_suite(repeats: int = VAL_REPEATS,
+                     scenarios: tuple[Scenario, ...] | list[Scenario] = VALIDATION) -> tuple[Scenario, ...]:
+    """``scenarios`` (default :data:`VALIDATION`) ``repeats`` times, interleaved — every scenario once, then every
+    scenario again, … — so a slow drift of the host's load spreads over all scenarios instead of landing on the
+    repeats of one; run k > 1 is named :func:`repeat_name` (``nic4.r2``), the first keeps its name."""
+    if repeats < 1:
+        raise ValueError(f"--val-repeats must be ≥ 1, got {repeats}")
+    return tuple(s if k == 1 else Scenario(repeat_name(s.name, k), f"{s.what} (repeat {k} of {repeats})", s.jobs)
+                 for k in range(1, repeats + 1) for s in scenarios)
 
 
 def tb4() -> Cluster:

@@ -1,9 +1,12 @@
 """The fidelity suite: run the scenarios for real, predict them with every physics model, report errors.
 
 For each model in ``ddlsched.perf.PERF_MODELS`` two variants are reported: ``raw`` (default parameters,
-α = 0) and ``calibrated`` (the profile from ``ddlsched testbed calibrate``). Error of a job =
-(predicted − measured) / measured, for its mean communication time per iteration and its JCT; the table gives
-the median, 90th percentile and worst |error| over all jobs of the suite, and which job is worst.
+α = 0) and ``calibrated`` (the profile from ``ddlsched testbed calibrate``). Every scenario may have been run
+several times (``validation_suite``: ``nic4``, ``nic4.r2``, …); a job's measured communication time per iteration
+and JCT are the arithmetic means over its runs, its predicted ones the means of the predictions for each run's
+executed schedule, and its error = predicted mean / measured mean − 1. The table gives the median, 90th
+percentile and worst |error| over all jobs of the suite, and which job is worst; the measurement spread of a job
+is (max − min) / mean of its measured communication time over its runs.
 :func:`plot_comm` draws predicted against measured communication time per job, grouped by scenario.
 """
 
@@ -23,7 +26,14 @@ from ddlsched.perf import PERF_MODELS
 from ddlsched.testbed.calibrate import RAW_PARAMS, calibrated_cluster
 from ddlsched.testbed.executor import JobMeasurement, RunResult, run_schedule
 from ddlsched.testbed.predict import predict
-from ddlsched.testbed.scenarios import TCP_RULE_SCENARIOS, Scenario, base_name, calibration_suite, repeat_index
+from ddlsched.testbed.scenarios import (
+    TCP_RULE_SCENARIOS,
+    Scenario,
+    base_name,
+    calibration_suite,
+    repeat_index,
+    validation_suite,
+)
 
 
 @dataclass
@@ -68,27 +78,72 @@ def load_calibration_runs(out_dir: str | Path) -> list[ScenarioResult]:
     return load_suite(calibration_suite(max(found, default=1)), out_dir, missing_ok=True)
 
 
+def load_validation_runs(scenarios: Sequence[Scenario], out_dir: str | Path) -> list[ScenarioResult]:
+    """The validation runs saved in ``out_dir`` with every repeat found there (``nic4.r2``, …: as many as the
+    directory holds, in :func:`validation_suite`'s interleaved order). The first run of every scenario must be
+    there; a directory saved before repeats existed (one run per scenario) loads as one repeat."""
+    names = {s.name for s in scenarios}
+    found = [repeat_index(p.parent.name) for p in Path(out_dir).glob("*/run.json")
+             if base_name(p.parent.name) in names]
+    suite = validation_suite(max(found, default=1), tuple(scenarios))
+    first = load_suite([s for s in suite if repeat_index(s.name) == 1], out_dir)
+    later = load_suite([s for s in suite if repeat_index(s.name) > 1], out_dir, missing_ok=True)
+    by_name = {r.scenario.name: r for r in (*first, *later)}
+    return [by_name[s.name] for s in suite if s.name in by_name]
+
+
+def group_repeats(results: Sequence[ScenarioResult]) -> list[tuple[Scenario, list[ScenarioResult]]]:
+    """The runs of each scenario together, in the order scenarios first appear: (the scenario under its own
+    name, its runs in repeat order)."""
+    groups: dict[str, list[ScenarioResult]] = {}
+    for r in results:
+        groups.setdefault(base_name(r.scenario.name), []).append(r)
+    out = []
+    for name, runs in groups.items():
+        runs.sort(key=lambda r: repeat_index(r.scenario.name))
+        jobs = runs[0].scenario.jobs
+        if any(r.scenario.jobs != jobs for r in runs):
+            raise ValueError(f"the runs of scenario {name!r} do not have the same jobs")
+        out.append((Scenario(name, runs[0].scenario.what, jobs), runs))
+    return out
+
+
+def spread(values: Sequence[float]) -> float:
+    """(max − min) / mean: the range of one job's measurements over its runs (0 for one run)."""
+    return (max(values) - min(values)) / (sum(values) / len(values))
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
 def evaluate(cluster: Cluster, results: Sequence[ScenarioResult],
              calibration: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Per-job predictions of every model/variant and the summary error table."""
+    """Per-job predictions of every model/variant and the summary error table; the runs of a scenario (repeats)
+    are scored together: measured = mean over the runs, predicted = mean of each run's prediction."""
     variants: list[tuple[str, str, Cluster, Mapping[str, Any] | None]] = []
     for name in model_labels():
         variants.append((name, "raw", cluster, {"raw": RAW_PARAMS}))
         if calibration:
             variants.append((name, "calibrated", calibrated_cluster(cluster, calibration), calibration))
     jobs: list[dict[str, Any]] = []
-    for r in results:
-        executed = r.run.as_executed(r.scenario.jobs)
-        preds = {f"{m}/{v}": predict(c, executed, _split(m)[0], cal, extra=_split(m)[1]) for m, v, c, cal in variants}
-        for j in executed:
-            meas = r.run.jobs[j.job_id]
-            row: dict[str, Any] = {"scenario": r.scenario.name, "job": j.job_id, "gpus": list(j.gpus),
-                                   "grad_mb": j.grad_mb, "iters": j.iters, "start_s": round(j.start_s, 3),
-                                   "measured": {"comm_s": meas.comm_s, "jct_s": meas.jct_s}, "predicted": {}}
-            for key, p in preds.items():
-                pj = p[j.job_id]
-                row["predicted"][key] = {"comm_s": pj.comm_s, "jct_s": pj.jct_s,
-                                         "comm_err": pj.comm_s / meas.comm_s - 1, "jct_err": pj.jct_s / meas.jct_s - 1}
+    for scen, runs in group_repeats(results):
+        executed = [r.run.as_executed(scen.jobs) for r in runs]
+        preds = {f"{m}/{v}": [predict(c, ex, _split(m)[0], cal, extra=_split(m)[1]) for ex in executed]
+                 for m, v, c, cal in variants}
+        for j in scen.jobs:
+            meas = [r.run.jobs[j.job_id] for r in runs]
+            comm_runs, jct_runs = [m.comm_s for m in meas], [m.jct_s for m in meas]
+            comm, jct = _mean(comm_runs), _mean(jct_runs)
+            row: dict[str, Any] = {
+                "scenario": scen.name, "job": j.job_id, "gpus": list(j.gpus), "grad_mb": j.grad_mb,
+                "iters": j.iters, "start_s": round(_mean([m.start_s for m in meas]), 3),
+                "measured": {"comm_s": comm, "jct_s": jct, "runs": len(runs), "comm_s_runs": comm_runs,
+                             "jct_s_runs": jct_runs, "comm_spread": spread(comm_runs)},
+                "predicted": {}}
+            for key, per_run in preds.items():
+                pc, pt = _mean([p[j.job_id].comm_s for p in per_run]), _mean([p[j.job_id].jct_s for p in per_run])
+                row["predicted"][key] = {"comm_s": pc, "jct_s": pt, "comm_err": pc / comm - 1, "jct_err": pt / jct - 1}
             jobs.append(row)
     summary = []
     for m, v, _, _ in variants:
@@ -105,7 +160,29 @@ def evaluate(cluster: Cluster, results: Sequence[ScenarioResult],
         summary.append(entry)
     cpu = {r.scenario.name: r.run.cpu_util for r in results}
     wcpu = {r.scenario.name: r.run.worker_cpu for r in results}
-    return {"summary": summary, "jobs": jobs, "cpu_util": cpu, "worker_cpu": wcpu}
+    return {"summary": summary, "measurement_spread": spread_summary(jobs), "jobs": jobs, "cpu_util": cpu,
+            "worker_cpu": wcpu}
+
+
+def spread_summary(jobs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Median, 90th percentile and worst measurement spread of communication time over the jobs, with the runs
+    per job (fewest, most)."""
+    sp = [(j["measured"]["comm_spread"], f"{j['scenario']}/{j['job']}") for j in jobs]
+    runs = [j["measured"]["runs"] for j in jobs]
+    worst = max(sp, key=lambda e: e[0])
+    return {"comm_median": median(v for v, _ in sp), "comm_p90": float(np.percentile([v for v, _ in sp], 90)),
+            "comm_worst": worst[0], "comm_worst_at": worst[1], "runs_min": min(runs), "runs_max": max(runs)}
+
+
+def spread_line(report: Mapping[str, Any]) -> str:
+    """One sentence: the noise floor of the measurements beside the models' errors."""
+    s = report["measurement_spread"]
+    if s["runs_max"] < 2:
+        return "Measurement spread: one run per scenario, not measured."
+    runs = f"{s['runs_min']}" if s["runs_min"] == s["runs_max"] else f"{s['runs_min']}–{s['runs_max']}"
+    return (f"Measurement spread ((max − min) / mean of a job's comm. time over its {runs} runs): median "
+            f"{_pct(s['comm_median'])}, p90 {_pct(s['comm_p90'])}, worst {_pct(s['comm_worst'])} "
+            f"({s['comm_worst_at']}).")
 
 
 # the phased model's exact phase-level mode (docs/physics.md §11) and maxmin's fairness options (§12) are
@@ -169,8 +246,12 @@ def plot_comm(report: Mapping[str, Any], path: str | Path, variant: str = "calib
     plt = _pyplot()
     cmap = plt.get_cmap("tab10")
     fig, (top, bot) = plt.subplots(2, 1, figsize=(17, 8.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    runs = [j["measured"].get("comm_s_runs", [j["measured"]["comm_s"]]) for j in jobs]
     top.scatter(xs, [j["measured"]["comm_s"] for j in jobs], marker="_", s=260, color="black", linewidths=2.5,
-                label="measured", zorder=3)
+                label="measured (mean of its runs)", zorder=3)
+    if any(len(r) > 1 for r in runs):
+        top.vlines(xs, [min(r) for r in runs], [max(r) for r in runs], color="black", lw=1.0, zorder=3,
+                   label="measured: min … max of its runs")
     for i, k in enumerate(keys):
         dx = (i - (len(keys) - 1) / 2) * 0.06
         col, mk = cmap(i % 10), _MARKERS[i % len(_MARKERS)]
@@ -207,15 +288,17 @@ def markdown_detail(report: Mapping[str, Any], variant: str = "calibrated") -> s
     if not keys:
         variant = "raw"
         keys = [f"{m}/raw" for m in model_labels() if f"{m}/raw" in report["jobs"][0]["predicted"]]
-    head = "| scenario | job | measured comm s | " + " | ".join(f"`{k.split('/')[0]}` comm s (err)" for k in keys)
-    head += " | measured JCT s | " + " | ".join(f"`{k.split('/')[0]}` JCT s (err)" for k in keys) + " |"
-    lines = [head, "|" + "---|" * (4 + 2 * len(keys))]
+    head = ("| scenario | job | measured comm s (mean) | comm spread (runs) | "
+            + " | ".join(f"`{k.split('/')[0]}` comm s (err)" for k in keys))
+    head += " | measured JCT s (mean) | " + " | ".join(f"`{k.split('/')[0]}` JCT s (err)" for k in keys) + " |"
+    lines = [head, "|" + "---|" * (5 + 2 * len(keys))]
     for j in report["jobs"]:
-        p = j["predicted"]
+        p, m = j["predicted"], j["measured"]
         comm = " | ".join(f"{p[k]['comm_s']:.3f} ({100 * p[k]['comm_err']:+.0f} %)" for k in keys)
         jct = " | ".join(f"{p[k]['jct_s']:.2f} ({100 * p[k]['jct_err']:+.0f} %)" for k in keys)
-        lines.append(f"| {j['scenario']} | {j['job']} | {j['measured']['comm_s']:.3f} | {comm} | "
-                     f"{j['measured']['jct_s']:.2f} | {jct} |")
+        sp = f"{100 * m['comm_spread']:.1f} % ({m['runs']})" if "runs" in m else "–"
+        lines.append(f"| {j['scenario']} | {j['job']} | {m['comm_s']:.3f} | {sp} | {comm} | "
+                     f"{m['jct_s']:.2f} | {jct} |")
     return "\n".join(lines)
 
 
