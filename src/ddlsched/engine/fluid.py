@@ -27,7 +27,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ddlsched._mypyc import mypyc_attr
 from ddlsched.cluster.topology import Cluster
 from ddlsched.engine.allocation import FreeGPUs
 from ddlsched.engine.decisions import Preempt, Start
@@ -99,7 +98,6 @@ class FluidJob(JobState):
         self.last_t = now
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)
 class FluidModel(ExecutionModel):
     name = "fluid"
     description = "jobs advance at constant rates between events; physics from --perf-model"
