@@ -128,12 +128,14 @@ def build() -> None:
         # same C source for the same Python source
         env = dict(os.environ, MYPYC_OPT_LEVEL=os.environ.get("MYPYC_OPT_LEVEL", "3"), PYTHONHASHSEED="0")
         cmd = [sys.executable, "-m", "mypyc", *files]
-        done = subprocess.run(cmd, cwd=src_root, env=env, check=False)
+        print(f"ddlsched: compiling {len(files)} modules with mypyc (about a minute) …", flush=True)
+        done = subprocess.run(cmd, cwd=src_root, env=env, check=False, capture_output=True, text=True)
         for leftover in ours:
             p = src_root / leftover
             if p.is_dir():
                 shutil.move(str(p), str(Path(tmp) / leftover))
         if done.returncode != 0:
+            print("\n".join((done.stdout + done.stderr).splitlines()[-40:]), file=sys.stderr)
             clean()
             raise SystemExit(f"ddlsched native build: mypyc failed (exit {done.returncode}; it needs a C compiler); "
                              "nothing was installed, the package runs pure Python")
