@@ -24,6 +24,7 @@ TRACE = ROOT / "data" / "traces" / "philly_pollux" / "philly.csv"
 
 
 def one(policy: str, cluster: str, jobs: int | None, perf: str) -> dict:
+    from ddlsched import native
     from ddlsched.cluster import load_cluster
     from ddlsched.engine import SimConfig, run_simulation
     from ddlsched.metrics import summarize
@@ -44,7 +45,7 @@ def one(policy: str, cluster: str, jobs: int | None, perf: str) -> dict:
             "events_per_s": round(r.events / r.wall_s), "peak_mib": round(
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
             "offered_load": round(s["offered_load"], 3), "avg_jct_h": round(s["avg_jct_s"] / 3600, 3),
-            "preemptions": s["preemptions"]}
+            "preemptions": s["preemptions"], "build": native.status()["mode"]}
 
 
 def floor() -> dict:
@@ -97,7 +98,7 @@ def main() -> None:
     else:
         cells = [(p, a.cluster, a.jobs, a.perf_model) for p in a.policies.split(",")]
     cols = ["policy", "cluster", "jobs", "completed", "offered_load", "sim_s", "total_s", "events", "events_per_s",
-            "peak_mib", "preemptions", "avg_jct_h", "x_floor"]
+            "peak_mib", "preemptions", "avg_jct_h", "x_floor", "build"]
     f = json.loads(subprocess.run([sys.executable, __file__, "--cell", '"floor"'], check=True, capture_output=True,
                                   text=True).stdout.strip().splitlines()[-1])
     print(f"bare-Python floor (csv parse + 2 heap events per job, {f['events']:,} events): {f['floor_s']:.2f} s")

@@ -14,6 +14,10 @@ from typing import Any
 
 __version__ = "0.2.0"
 
+from ddlsched import native as _native
+
+_native.install()
+
 _EXPORTS = {
     "simulate": "ddlsched.api", "Result": "ddlsched.api", "Results": "ddlsched.api",
     "load_results": "ddlsched.api", "load_trace": "ddlsched.api", "load_cluster": "ddlsched.api",

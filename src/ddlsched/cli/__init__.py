@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from ddlsched.cli.catalog import policies_cmd, reproduce
 from ddlsched.cli.common import err_console
+from ddlsched.cli.native import native
 from ddlsched.cli.report import report
 from ddlsched.cli.run import compare, simulate
 from ddlsched.cli.sweep import sweep
@@ -28,7 +29,7 @@ def cli() -> None:
 EXTRAS = {"matplotlib": "plots", "pyarrow": "parquet", "ray": "ray", "torch": "testbed"}
 """Optional dependency → the ``ddlsched[...]`` extra that installs it."""
 
-for _cmd in (simulate, compare, policies_cmd, reproduce, traces, sweep, report, testbed):
+for _cmd in (simulate, compare, policies_cmd, reproduce, traces, sweep, report, testbed, native):
     cli.add_command(_cmd)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from ddlsched._mypyc import mypyc_attr
 from ddlsched.cluster.topology import Cluster
 
 
@@ -28,7 +29,8 @@ def _bits(mask: int) -> Iterator[int]:
         mask ^= low
 
 
-class _FreeIndex:
+@mypyc_attr(allow_interpreted_subclasses=True)
+class FreeIndex:
     """Shared logic of the live index and the overlay: counts, buckets and per-server free sets."""
 
     cluster: Cluster
@@ -86,7 +88,7 @@ class _FreeIndex:
             out.extend(sorted(self._sets(s)))
         return out
 
-    def for_mem(self, mem_mb: float) -> _FreeIndex:
+    def for_mem(self, mem_mb: float) -> FreeIndex:
         """This index restricted to GPUs with ≥ ``mem_mb`` MB (itself when every GPU has that much)."""
         hidden = self.memory().hidden(mem_mb)
         return self if not hidden else MemoryFiltered(self, hidden)
@@ -135,7 +137,8 @@ class _FreeIndex:
             self._num_free += 1
 
 
-class FreeGPUs(_FreeIndex):
+@mypyc_attr(allow_interpreted_subclasses=True)
+class FreeGPUs(FreeIndex):
     """The engine's live free-GPU index (all GPUs free at the start)."""
 
     def __init__(self, cluster: Cluster) -> None:
@@ -151,7 +154,8 @@ class FreeGPUs(_FreeIndex):
     def _sets(self, server: int) -> set[int]:
         return self._free[server]
 
-    _own_set = _sets
+    def _own_set(self, server: int) -> set[int]:
+        return self._free[server]
 
     def memory(self) -> GPUMemory:
         return self._mem
@@ -160,7 +164,8 @@ class FreeGPUs(_FreeIndex):
         return Allocation(self)
 
 
-class Allocation(_FreeIndex):
+@mypyc_attr(allow_interpreted_subclasses=True)
+class Allocation(FreeIndex):
     """A tentative, copy-on-write view of :class:`FreeGPUs` for planning one scheduling pass."""
 
     def __init__(self, base: FreeGPUs) -> None:
@@ -192,6 +197,7 @@ class Allocation(_FreeIndex):
         self.taken.extend(gpus)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class GPUMemory:
     """Which GPUs are too small for a per-GPU memory need (cached per need; most clusters have one size)."""
 
@@ -219,11 +225,12 @@ class GPUMemory:
         return out
 
 
-class MemoryFiltered(_FreeIndex):
+@mypyc_attr(allow_interpreted_subclasses=True)
+class MemoryFiltered(FreeIndex):
     """A view of another index without the GPUs that are too small for one job; taking and releasing go
     through to the underlying index (so a placement planned here is booked there)."""
 
-    def __init__(self, parent: _FreeIndex, hidden: dict[int, frozenset[int]]) -> None:
+    def __init__(self, parent: FreeIndex, hidden: dict[int, frozenset[int]]) -> None:
         self.cluster = parent.cluster
         self._parent, self._hidden = parent, hidden
         self._count = list(parent._count)

@@ -26,6 +26,7 @@ import time as wallclock
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ddlsched._mypyc import mypyc_attr
 from ddlsched.engine.decisions import WakeAt
 from ddlsched.engine.model import ExecutionModel
 from ddlsched.engine.records import job_record, rejected_row
@@ -44,6 +45,7 @@ STALL_PASSES = 10_000
 Progress = Callable[[float, int, int], None]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Core:
     """Run one policy over one workload through one execution model (see the module docstring)."""
 

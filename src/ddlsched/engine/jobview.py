@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ddlsched._mypyc import mypyc_attr
 from ddlsched.engine.state import JobStatus
 from ddlsched.perf.base import IterationTime
 from ddlsched.workload.jobspec import JobSpec
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
     from ddlsched.engine.model import EngineContext
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class JobView:
     __slots__ = ("_ctx", "_s", "job_id")
 

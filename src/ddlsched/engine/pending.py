@@ -15,10 +15,13 @@ from collections.abc import Iterator, Sequence
 from itertools import chain
 from typing import Generic, TypeVar, overload
 
+from ddlsched._mypyc import mypyc_attr
+
 T = TypeVar("T")
 CHUNK = 256
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class PendingQueue(Sequence[T], Generic[T]):
     """Items ordered by a unique integer rank (arrival order), chunked; see the module docstring."""
 

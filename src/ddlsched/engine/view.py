@@ -7,6 +7,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ddlsched._mypyc import mypyc_attr
 from ddlsched.cluster.topology import Cluster
 from ddlsched.engine.allocation import Allocation
 from ddlsched.engine.jobview import JobView
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from ddlsched.engine.fluid import FluidModel
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class SchedulerView:
     def __init__(self, model: FluidModel) -> None:
         self._m = model

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ddlsched._mypyc import mypyc_attr
 from ddlsched.cluster.topology import Cluster
 from ddlsched.slotinit import slot_init
 from ddlsched.workload.profiles import ModelProfile
@@ -66,6 +67,7 @@ def compute_time(cluster: Cluster, placement: Placement) -> float:
     return prof.compute_s / slowest
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class PerfModel(ABC):
     """Base class of every physics model. Subclasses set ``name`` and ``description``."""
 

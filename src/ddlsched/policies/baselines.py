@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any
 
+from ddlsched._mypyc import mypyc_attr
 from ddlsched.engine.decisions import Decision, Preempt, Start, WakeAt
 from ddlsched.engine.jobview import JobView
 from ddlsched.engine.model import Requirements
@@ -25,6 +26,7 @@ from ddlsched.policies.ordering import Ordering
 from ddlsched.policies.placement import PlacementStrategy
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class OrderedPolicy(Policy):
     """An ordering + a placement (+ backfill); preemptive iff the ordering is."""
 
@@ -101,19 +103,21 @@ class OrderedPolicy(Policy):
                     waiting = True
                     continue
                 taken = first
+                freed: list[int] | None = None
                 while taken < end:
                     alloc.release(victims[taken][0].gpus)
                     taken += 1
-                    gpus = self.placement.place(job, alloc.for_mem(job.mem_mb), view)
-                    if gpus is not None:
+                    freed = self.placement.place(job, alloc.for_mem(job.mem_mb), view)
+                    if freed is not None:
                         break
-                if gpus is None:  # fragmentation: undo the tentative preemptions
+                if freed is None:  # fragmentation: undo the tentative preemptions
                     for v, _ in victims[first:taken]:
                         alloc.take(v.gpus)
                     waiting = True
                     continue
                 out.extend(Preempt(v.job_id) for v, _ in victims[first:taken])
                 first = taken
+                gpus = freed
             alloc.take(gpus)
             out.append(Start(job.job_id, tuple(gpus)))
             started.append(job)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ddlsched.cluster.topology import Cluster
-from ddlsched.engine.allocation import Allocation
+from ddlsched.engine.allocation import FreeIndex
 
 L0, L1, L2 = 0, 1, 2
 
@@ -82,7 +82,7 @@ def min_servers(cluster: Cluster, n: int) -> int:
     return best
 
 
-def _take(alloc: Allocation, servers: Sequence[int], n: int) -> list[int]:
+def _take(alloc: FreeIndex, servers: Sequence[int], n: int) -> list[int]:
     out: list[int] = []
     for s in servers:
         out.extend(alloc.free_gpus(s)[: n - len(out)])
@@ -91,7 +91,7 @@ def _take(alloc: Allocation, servers: Sequence[int], n: int) -> list[int]:
     return out
 
 
-def tightest(alloc: Allocation, n: int, max_level: int, cluster: Cluster,
+def tightest(alloc: FreeIndex, n: int, max_level: int, cluster: Cluster,
              packed: bool = False) -> tuple[list[int], int] | None:
     """The tightest free placement of ``n`` GPUs at level ≤ ``max_level`` (see module docstring).
     ``packed``: an L1 placement must use the fewest servers any rack of the empty cluster could hold the job on
@@ -123,8 +123,8 @@ def tightest(alloc: Allocation, n: int, max_level: int, cluster: Cluster,
         return None
     racks = sorted(range(cluster.num_racks),
                    key=lambda r: (-sum(map(count.__getitem__, cluster.rack_servers[r])), r))
-    servers: list[int] = []
+    order: list[int] = []
     for r in racks:
-        servers.extend(sorted((x for x in cluster.rack_servers[r] if count[x]), key=lambda x: (-count[x], x)))
-    gpus = _take(alloc, servers, n)
+        order.extend(sorted((x for x in cluster.rack_servers[r] if count[x]), key=lambda x: (-count[x], x)))
+    gpus = _take(alloc, order, n)
     return (gpus, placement_level(cluster, gpus)) if len(gpus) == n else None

@@ -21,25 +21,28 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
-from ddlsched.engine.allocation import Allocation
+from ddlsched._mypyc import mypyc_attr
+from ddlsched.engine.allocation import FreeIndex
 from ddlsched.engine.jobview import JobView
 from ddlsched.engine.view import SchedulerView
 from ddlsched.policies.locality import best_level, tightest
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class PlacementStrategy(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
 
     @abstractmethod
-    def place(self, job: JobView, alloc: Allocation, view: SchedulerView) -> list[int] | None: ...
+    def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None: ...
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FirstFit(PlacementStrategy):
     name = "first_fit"
     description = "lowest-numbered free GPUs"
 
-    def place(self, job: JobView, alloc: Allocation, view: SchedulerView) -> list[int] | None:
+    def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
         if n > alloc.num_free:
             return None
@@ -51,7 +54,7 @@ class FirstFit(PlacementStrategy):
         return None
 
 
-def fewest_servers(alloc: Allocation, n: int, view: SchedulerView) -> list[int] | None:
+def fewest_servers(alloc: FreeIndex, n: int, view: SchedulerView) -> list[int] | None:
     """GPUs on the fewest servers (most-free first), preferring a single rack; ``None`` if < n free."""
     if n > alloc.num_free:
         return None
@@ -78,6 +81,7 @@ def fewest_servers(alloc: Allocation, n: int, view: SchedulerView) -> list[int] 
     return None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Consolidated(PlacementStrategy):
     name = "consolidated"
     description = ("strict: one server if the job fits in one (best fit), else one rack if it fits in one (fewest "
@@ -86,7 +90,7 @@ class Consolidated(PlacementStrategy):
     def __init__(self) -> None:
         self._levels: dict[tuple[int, int], int] = {}  # (id(cluster), n) → the job's best locality level
 
-    def place(self, job: JobView, alloc: Allocation, view: SchedulerView) -> list[int] | None:
+    def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
         if n > alloc.num_free:
             return None
@@ -99,12 +103,13 @@ class Consolidated(PlacementStrategy):
         return got[0] if got is not None else None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Pack(PlacementStrategy):
     name = "pack"
     description = ("consolidate when a slot is free, never wait: one server (best fit), else the fewest servers "
                    "in one rack, else the most-free servers anywhere")
 
-    def place(self, job: JobView, alloc: Allocation, view: SchedulerView) -> list[int] | None:
+    def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
         s = alloc.best_fit_server(n)
         if s is not None:
@@ -112,22 +117,24 @@ class Pack(PlacementStrategy):
         return fewest_servers(alloc, n, view)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class RandomPlacement(PlacementStrategy):
     name = "random"
     description = "uniformly random free GPUs (seeded)"
 
-    def place(self, job: JobView, alloc: Allocation, view: SchedulerView) -> list[int] | None:
+    def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
         if n > alloc.num_free:
             return None
         return sorted(view.rng.sample(alloc.all_free_gpus(), n))
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class LeastLoaded(PlacementStrategy):
     name = "least_loaded"
     description = "emptiest servers first (worst fit)"
 
-    def place(self, job: JobView, alloc: Allocation, view: SchedulerView) -> list[int] | None:
+    def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
         if n > alloc.num_free:
             return None
