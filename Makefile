@@ -40,7 +40,7 @@ bench: $(STAMP)
 clean: clean-compiled
 	rm -rf $(VENV) results .pytest_cache .ruff_cache
 
-# optional: compile the event path with mypyc (same source, byte-identical results, ~1.3-1.4x faster event loop;
+# optional: compile the event path with mypyc (same source, byte-identical results, ~1.8-2x faster event loop;
 # docs/engine.md "Compiled build"); a build that no longer matches its source is ignored with a warning
 compiled: $(STAMP)
 	$(PY) -m pip install -q -e '.[native]'

@@ -85,8 +85,10 @@ CELLS = {
     "srtf-spread": ["--cluster", "philly512", "--policy", "srtf+first_fit", "--max-jobs", "800",
                     "--perf-model", "maxmin", "--perf-param", "fairness=tcp"],
     "pack-phased": ["--cluster", "philly512", "--policy", "fifo+pack", "--max-jobs", "800", "--perf-model", "phased"],
-    "tiresias-het": ["--cluster", "philly512", "--policy", "tiresias+random", "--window", "66.75d:78.5d",
-                     "--load-scale", "1.35", "--max-jobs", "800", "--seed", "3"],
+    "tiresias-random": ["--cluster", "philly512", "--policy", "tiresias+random", "--window", "66.75d:78.5d",
+                        "--load-scale", "1.35", "--max-jobs", "800", "--seed", "3"],
+    "rounds-hlas": ["--cluster", "philly512", "--policy", "hlas", "--max-jobs", "300"],
+    "taskdag-ada-srsf": ["--cluster", "philly512", "--policy", "ada-srsf", "--max-jobs", "60"],
 }
 
 

@@ -24,17 +24,21 @@ from types import ModuleType
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 MANIFEST = PACKAGE_DIR / "_native_manifest.json"
-# The per-event path of the fluid engine, max-min physics and the FIFO-family policies, as profiled in
-# BENCHMARKS.md "Where the time goes". Classes meant to be subclassed elsewhere carry
-# ``@mypyc_attr(allow_interpreted_subclasses=True)``.
+# The per-event path of the three execution models and the FIFO-family policies, as profiled in BENCHMARKS.md
+# "Where the time goes". Classes meant to be subclassed elsewhere carry
+# ``@mypyc_attr(allow_interpreted_subclasses=True)`` (docs/engine.md "Compiled build").
 MODULES: tuple[str, ...] = (
+    "ddlsched.engine.state",
     "ddlsched.engine.decisions",
     "ddlsched.engine.jobview",
     "ddlsched.engine.view",
     "ddlsched.engine.pending",
     "ddlsched.engine.allocation",
     "ddlsched.engine.records",
+    "ddlsched.engine.fluid",
     "ddlsched.engine.core",
+    "ddlsched.engine.rounds",
+    "ddlsched.engine.taskdag",
     "ddlsched.perf.base",
     "ddlsched.policies.placement",
     "ddlsched.policies.locality",

@@ -114,29 +114,116 @@ class RoundJobView:
     def __repr__(self) -> str:
         return f"RoundJobView({self.job_id})"
 
-    job_id = property(lambda self: self._j.spec.job_id)
-    seq = property(lambda self: self._j.seq, doc="arrival order")
-    arrival_s = property(lambda self: self._j.spec.arrival_s, doc="submission time")
-    n = property(lambda self: self._j.n, doc="tasks per round (GPUs asked for)")
-    weight = property(lambda self: self._j.weight)
-    rounds = property(lambda self: self._j.rounds, doc="coarse rounds")
-    round = property(lambda self: self._j.round, doc="index of the current round")
-    remaining_rounds = property(lambda self: self._j.rounds - self._j.round)
-    ready = property(lambda self: self._j.ready, doc="released, not yet started tasks of the current round")
-    running = property(lambda self: self._j.running, doc="tasks running now")
-    done_in_round = property(lambda self: self._j.done_in_round)
-    syncing = property(lambda self: self._j.syncing)
-    task_s = property(lambda self: MappingProxyType(self._j.task_s), doc="task seconds per GPU type (read-only)")
-    ref_task_s = property(lambda self: self._j.ref_task_s, doc="task seconds on a reference GPU")
-    sync_s = property(lambda self: self._j.ideal_sync, doc="synchronisation seconds of a round on its ideal GPUs")
-    switch_s = property(lambda self: self._j.switch_cost, doc="switching overhead when a GPU changes to this job")
-    attained_ref_s = property(lambda self: self._j.attained_ref_s, doc="reference-GPU seconds of tasks done")
-    gpu_busy_s = property(lambda self: self._j.gpu_busy_s, doc="wall GPU-seconds used (tasks and switches)")
-    last_service_s = property(lambda self: self._j.last_service_s, doc="length of its last active stretch")
-    wait_since = property(lambda self: self._j.wait_since, doc="when its current inactive stretch began")
-    lease = property(lambda self: self._j.lease, doc="GPUs leased to the job (gang policies), or None")
-    finished = property(lambda self: self._j.finish is not None, doc="the job has completed")
-    running_gpus = property(lambda self: tuple(sorted(self._j.on_gpus)), doc="GPUs running one of its tasks now")
+    @property
+    def job_id(self) -> Any:
+        return self._j.spec.job_id
+
+    @property
+    def seq(self) -> Any:
+        """arrival order"""
+        return self._j.seq
+
+    @property
+    def arrival_s(self) -> Any:
+        """submission time"""
+        return self._j.spec.arrival_s
+
+    @property
+    def n(self) -> Any:
+        """tasks per round (GPUs asked for)"""
+        return self._j.n
+
+    @property
+    def weight(self) -> Any:
+        return self._j.weight
+
+    @property
+    def rounds(self) -> Any:
+        """coarse rounds"""
+        return self._j.rounds
+
+    @property
+    def round(self) -> Any:
+        """index of the current round"""
+        return self._j.round
+
+    @property
+    def remaining_rounds(self) -> Any:
+        return self._j.rounds - self._j.round
+
+    @property
+    def ready(self) -> Any:
+        """released, not yet started tasks of the current round"""
+        return self._j.ready
+
+    @property
+    def running(self) -> Any:
+        """tasks running now"""
+        return self._j.running
+
+    @property
+    def done_in_round(self) -> Any:
+        return self._j.done_in_round
+
+    @property
+    def syncing(self) -> Any:
+        return self._j.syncing
+
+    @property
+    def task_s(self) -> Any:
+        """task seconds per GPU type (read-only)"""
+        return MappingProxyType(self._j.task_s)
+
+    @property
+    def ref_task_s(self) -> Any:
+        """task seconds on a reference GPU"""
+        return self._j.ref_task_s
+
+    @property
+    def sync_s(self) -> Any:
+        """synchronisation seconds of a round on its ideal GPUs"""
+        return self._j.ideal_sync
+
+    @property
+    def switch_s(self) -> Any:
+        """switching overhead when a GPU changes to this job"""
+        return self._j.switch_cost
+
+    @property
+    def attained_ref_s(self) -> Any:
+        """reference-GPU seconds of tasks done"""
+        return self._j.attained_ref_s
+
+    @property
+    def gpu_busy_s(self) -> Any:
+        """wall GPU-seconds used (tasks and switches)"""
+        return self._j.gpu_busy_s
+
+    @property
+    def last_service_s(self) -> Any:
+        """length of its last active stretch"""
+        return self._j.last_service_s
+
+    @property
+    def wait_since(self) -> Any:
+        """when its current inactive stretch began"""
+        return self._j.wait_since
+
+    @property
+    def lease(self) -> Any:
+        """GPUs leased to the job (gang policies), or None"""
+        return self._j.lease
+
+    @property
+    def finished(self) -> Any:
+        """the job has completed"""
+        return self._j.finish is not None
+
+    @property
+    def running_gpus(self) -> Any:
+        """GPUs running one of its tasks now"""
+        return tuple(sorted(self._j.on_gpus))
+
 
     @property
     def remaining_ref_s(self) -> float:
@@ -152,9 +239,18 @@ class RoundsView:
     def __init__(self, model: RoundsModel) -> None:
         self._m = model
 
-    now = property(lambda self: self._m.ctx.now)
-    cluster = property(lambda self: self._m.cluster)
-    rng = property(lambda self: self._m.rng)
+    @property
+    def now(self) -> Any:
+        return self._m.ctx.now
+
+    @property
+    def cluster(self) -> Any:
+        return self._m.cluster
+
+    @property
+    def rng(self) -> Any:
+        return self._m.rng
+
 
     @property
     def jobs(self) -> list[RoundJobView]:

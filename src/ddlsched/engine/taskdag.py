@@ -109,21 +109,76 @@ class TaskJobView:
     def __repr__(self) -> str:
         return f"TaskJobView({self.job_id})"
 
-    job_id = property(lambda self: self._j.spec.job_id)
-    seq = property(lambda self: self._j.seq, doc="arrival order")
-    n = property(lambda self: self._j.n, doc="workers (GPUs)")
-    mem = property(lambda self: self._j.mem, doc="MB per GPU")
-    fw = property(lambda self: self._j.fw, doc="forward seconds per step on a reference GPU")
-    bw = property(lambda self: self._j.bw, doc="backward seconds per step on a reference GPU")
-    size_mb = property(lambda self: self._j.size_mb, doc="MB per transfer")
-    steps = property(lambda self: self._j.steps)
-    total_service = property(lambda self: self._j.total_service, doc="(fw + bw) · steps · n")
-    remaining_service = property(lambda self: self._j.remaining_service, doc="reference GPU-seconds left")
-    remaining_worker = property(lambda self: self._j.remaining_service / self._j.n)
-    gpus = property(lambda self: self._j.gpus)
-    nodes = property(lambda self: self._j.nodes, doc="servers the job spans (sorted)")
-    multi = property(lambda self: self._j.multi, doc="spans several servers")
-    status = property(lambda self: self._j.status)
+    @property
+    def job_id(self) -> Any:
+        return self._j.spec.job_id
+
+    @property
+    def seq(self) -> Any:
+        """arrival order"""
+        return self._j.seq
+
+    @property
+    def n(self) -> Any:
+        """workers (GPUs)"""
+        return self._j.n
+
+    @property
+    def mem(self) -> Any:
+        """MB per GPU"""
+        return self._j.mem
+
+    @property
+    def fw(self) -> Any:
+        """forward seconds per step on a reference GPU"""
+        return self._j.fw
+
+    @property
+    def bw(self) -> Any:
+        """backward seconds per step on a reference GPU"""
+        return self._j.bw
+
+    @property
+    def size_mb(self) -> Any:
+        """MB per transfer"""
+        return self._j.size_mb
+
+    @property
+    def steps(self) -> Any:
+        return self._j.steps
+
+    @property
+    def total_service(self) -> Any:
+        """(fw + bw) · steps · n"""
+        return self._j.total_service
+
+    @property
+    def remaining_service(self) -> Any:
+        """reference GPU-seconds left"""
+        return self._j.remaining_service
+
+    @property
+    def remaining_worker(self) -> Any:
+        return self._j.remaining_service / self._j.n
+
+    @property
+    def gpus(self) -> Any:
+        return self._j.gpus
+
+    @property
+    def nodes(self) -> Any:
+        """servers the job spans (sorted)"""
+        return self._j.nodes
+
+    @property
+    def multi(self) -> Any:
+        """spans several servers"""
+        return self._j.multi
+
+    @property
+    def status(self) -> Any:
+        return self._j.status
+
 
     def remaining_mb(self) -> float:
         """MB an active transfer still has to send, as of now (0 when no transfer is active)."""
@@ -142,11 +197,29 @@ class TaskView:
     def __init__(self, model: TaskDagModel) -> None:
         self._m = model
 
-    now = property(lambda self: self._m.ctx.now)
-    cluster = property(lambda self: self._m.cluster)
-    rng = property(lambda self: self._m.rng, doc="the run's seeded generator for the policy's random choices")
-    beta = property(lambda self: self._m.beta, doc="ms per MB of one transfer alone")
-    eta = property(lambda self: self._m.eta, doc="ms per MB added per extra transfer on a NIC")
+    @property
+    def now(self) -> Any:
+        return self._m.ctx.now
+
+    @property
+    def cluster(self) -> Any:
+        return self._m.cluster
+
+    @property
+    def rng(self) -> Any:
+        """the run's seeded generator for the policy's random choices"""
+        return self._m.rng
+
+    @property
+    def beta(self) -> Any:
+        """ms per MB of one transfer alone"""
+        return self._m.beta
+
+    @property
+    def eta(self) -> Any:
+        """ms per MB added per extra transfer on a NIC"""
+        return self._m.eta
+
 
     @property
     def queue(self) -> list[TaskJobView]:
@@ -323,12 +396,12 @@ class TaskDagModel(ExecutionModel):
         if starts:
             placed = {d.job_id for d in starts}
             self.queue = [j for j in self.queue if j.job_id not in placed]
-        for d in decisions:
-            if isinstance(d, Transfer):
-                self._begin_transfer(d)
-        for d in decisions:
-            if isinstance(d, RunTask):
-                self._run_task(d)
+        for t in decisions:
+            if isinstance(t, Transfer):
+                self._begin_transfer(t)
+        for r in decisions:
+            if isinstance(r, RunTask):
+                self._run_task(r)
         self._retime()
         return bool(decisions)
 
