@@ -141,8 +141,8 @@ def build() -> None:
         if done.returncode != 0:
             print("\n".join((done.stdout + done.stderr).splitlines()[-40:]), file=sys.stderr)
             clean()
-            raise SystemExit(f"ddlsched native build: mypyc failed (exit {done.returncode}; it needs a C compiler); "
-                             "nothing was installed, the package runs pure Python")
+            raise SystemExit(f"ddlsched native build: mypyc failed (exit {done.returncode}; its last lines above: "
+                             "a type error, or no C compiler); nothing was installed, the package runs pure Python")
         if not built_extensions():
             raise SystemExit("ddlsched native build: mypyc produced no extension")
     if source_digests() != digests:
