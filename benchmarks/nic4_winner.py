@@ -3,7 +3,7 @@
     ddlsched testbed up --cluster tb32 --nic-mbit 100        # root
     PYTHONPATH=src python benchmarks/nic4_winner.py --repeats 4 --out results/nic4-winner
     ddlsched testbed down
-    PYTHONPATH=src python benchmarks/nic4_winner.py --reuse results/nic4-winner   # re-analyse, no root
+    PYTHONPATH=src python benchmarks/nic4_winner.py --reuse results/nic4-winner [MORE_DIRS]   # re-analyse, no root
 
 ``nic4`` runs four equal 2-rings (a, b, c, d: 3 MB, 4 iterations) on the same two NICs (servers 0, 1; ring k on
 GPU k of each server). The executor spawns the workers job by job in the order the schedule lists them, and job
@@ -25,7 +25,9 @@ The variants below pull these apart (each a list of (id, GPU slot, start_s), in 
 Each variant is run ``--repeats`` times, interleaved (all variants once, then again, …) so that a drift of the
 host's load spreads over all of them. Per run: each ring's mean communication time per iteration (the quantity the
 validation scores), the winner (smallest), its lead = 1 − winner / mean of the other three, and the winner's list
-position, GPU slot and name. Writes ``OUT/<variant>.r<k>/`` (the workers' logs) and ``OUT/winners.json``.
+position, GPU slot and name; per variant, the wins counted by name, list position and GPU slot, and ring a's mean
+communication time against the mean of all four rings. Writes ``OUT/<variant>.r<k>/`` (the workers' logs) and
+``OUT/winners.json``.
 """
 
 from __future__ import annotations
@@ -109,7 +111,8 @@ def table(rows: list[dict[str, Any]]) -> str:
         ranks = ", ".join(str(1 + sorted(r["comm_s"], key=lambda j: r["comm_s"][j]).index("a")) for r in rs)
         out.append(f"| {v} | {order} | {wins} | {ranks} |")
     out += ["", "| variant | runs | wins a / b / c / d (by name) | by list position 0 / 1 / 2 / 3 | "
-            "by GPU slot 0 / 1 / 2 / 3 | winner's lead, median (min … max) |", "|---|---|---|---|---|---|"]
+            "by GPU slot 0 / 1 / 2 / 3 | winner's lead, median (min … max) | ring a vs mean of the 4 |",
+            "|---|---|---|---|---|---|---|"]
     for v in VARIANTS:
         rs = [r for r in rows if r["variant"] == v]
         if not rs:
@@ -118,8 +121,10 @@ def table(rows: list[dict[str, Any]]) -> str:
         by_pos = " / ".join(str(sum(r["winner_pos"] == i for r in rs)) for i in range(4))
         by_gpu = " / ".join(str(sum(r["winner_gpu"] == i for r in rs)) for i in range(4))
         leads = [100 * r["lead"] for r in rs]
+        a_rel = statistics.mean(r["comm_s"]["a"] for r in rs) / statistics.mean(
+            c for r in rs for c in r["comm_s"].values()) - 1
         out.append(f"| {v} | {len(rs)} | {by_name} | {by_pos} | {by_gpu} | {statistics.median(leads):.1f} % "
-                   f"({min(leads):.1f} … {max(leads):.1f} %) |")
+                   f"({min(leads):.1f} … {max(leads):.1f} %) | {100 * a_rel:+.1f} % |")
     return "\n".join(out)
 
 
@@ -128,13 +133,13 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=4)
     ap.add_argument("--variants", default=DEFAULT, help=f"comma-separated, of: {', '.join(VARIANTS)}")
     ap.add_argument("--out", default="results/nic4-winner")
-    ap.add_argument("--reuse", default=None, help="re-analyse a saved OUT (no root needed)")
+    ap.add_argument("--reuse", nargs="+", default=None, help="re-analyse saved OUT directories, pooled (no root)")
     a = ap.parse_args()
     rows: list[dict[str, Any]] = []
     if a.reuse:
-        out = Path(a.reuse)
-        for d in sorted((p for p in out.iterdir() if p.is_dir()), key=lambda p: int(p.name.rsplit(".r", 1)[1])):
-            rows.append(summarise(d.name.rsplit(".r", 1)[0], *load_run(d)))
+        for out in map(Path, a.reuse):
+            for d in sorted((p for p in out.iterdir() if p.is_dir()), key=lambda p: int(p.name.rsplit(".r", 1)[1])):
+                rows.append(summarise(d.name.rsplit(".r", 1)[0], *load_run(d)))
     else:
         out = Path(a.out)
         sc = scaled_cluster(tb32(), nic_mbit=100.0)
