@@ -19,6 +19,7 @@ The variants below pull these apart (each a list of (id, GPU slot, start_s), in 
 * ``a_late``     — ``base`` but a starts 0.1 s after the other three;
 * ``after_nic3`` — ``base`` run right after the suite's ``nic3`` scenario (3 rings on servers 0–2), as in
   ``testbed validate``, where ``nic3`` always precedes ``nic4`` (only ``nic4``'s rings are scored);
+* ``after_suite`` — ``base`` run right after the suite's scenarios that precede it (``nic1``, ``nic2``, ``nic3``);
 * ``busy``       — ``base`` with one CPU-bound process (a Python busy loop, nice 0) running beside the workers
   (the validation runs 10, 11 ran on a host busy with other work; a 2-core host).
 
@@ -57,6 +58,7 @@ VARIANTS: dict[str, list[tuple[str, int, float]]] = {
     "d_early": [("a", 0, 0.1), ("b", 1, 0.1), ("c", 2, 0.1), ("d", 3, 0.0)],
     "a_late": [("a", 0, 0.1), ("b", 1, 0.0), ("c", 2, 0.0), ("d", 3, 0.0)],
     "after_nic3": [("a", 0, 0.0), ("b", 1, 0.0), ("c", 2, 0.0), ("d", 3, 0.0)],
+    "after_suite": [("a", 0, 0.0), ("b", 1, 0.0), ("c", 2, 0.0), ("d", 3, 0.0)],
     "busy": [("a", 0, 0.0), ("b", 1, 0.0), ("c", 2, 0.0), ("d", 3, 0.0)],
 }
 DEFAULT = "base,reversed,renamed,gpus,d_early,a_late"
@@ -64,9 +66,10 @@ DEFAULT = "base,reversed,renamed,gpus,d_early,a_late"
 
 def run_variant(sc: Cluster, variant: str, d: Path) -> None:
     """Run one variant into ``d`` (with its prelude run or CPU hog, see the module docstring)."""
-    if variant == "after_nic3":
-        nic3 = next(s for s in VALIDATION if s.name == "nic3")
-        run_schedule(sc, nic3.jobs, d / "prelude-nic3")
+    prelude = {"after_nic3": ("nic3",), "after_suite": ("nic1", "nic2", "nic3")}.get(variant, ())
+    for name in prelude:
+        scen = next(s for s in VALIDATION if s.name == name)
+        run_schedule(sc, scen.jobs, d / f"prelude-{name}")
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if variant == "busy" else None
     try:
         run_schedule(sc, jobs_of(variant), d)
