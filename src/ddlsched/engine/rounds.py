@@ -224,7 +224,6 @@ class RoundJobView:
         """GPUs running one of its tasks now"""
         return tuple(sorted(self._j.on_gpus))
 
-
     @property
     def remaining_ref_s(self) -> float:
         """Clairvoyant remaining stand-alone time on n reference GPUs."""
@@ -250,7 +249,6 @@ class RoundsView:
     @property
     def rng(self) -> Any:
         return self._m.rng
-
 
     @property
     def jobs(self) -> list[RoundJobView]:

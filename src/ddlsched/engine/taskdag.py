@@ -179,7 +179,6 @@ class TaskJobView:
     def status(self) -> Any:
         return self._j.status
 
-
     def remaining_mb(self) -> float:
         """MB an active transfer still has to send, as of now (0 when no transfer is active)."""
         return self._m.remaining_mb(self._j) if self._j.comm_active else 0.0
@@ -219,7 +218,6 @@ class TaskView:
     def eta(self) -> Any:
         """ms per MB added per extra transfer on a NIC"""
         return self._m.eta
-
 
     @property
     def queue(self) -> list[TaskJobView]:
