@@ -40,6 +40,7 @@ MODULES: tuple[str, ...] = (
     "ddlsched.engine.rounds",
     "ddlsched.engine.taskdag",
     "ddlsched.perf.base",
+    "ddlsched.perf.maxmin",
     "ddlsched.policies.placement",
     "ddlsched.policies.locality",
     "ddlsched.policies.baselines",

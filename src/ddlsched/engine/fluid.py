@@ -22,7 +22,6 @@ end of a complete run every GPU free.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -127,7 +126,7 @@ class FluidModel(ExecutionModel):
         self._pending_sorted: PendingQueue[JobView] = PendingQueue()  # always in arrival order (incrementally)
         self._indexes: dict[Callable[[JobView], Any], list[tuple[Any, int, JobView]]] = {}
         self.queued_log: list[JobView] = []  # every job as it entered the queue (SchedulerView.queued_since)
-        self._pending_demand: Counter[int] = Counter()
+        self._pending_demand: dict[int, int] = {}  # queued jobs per GPU count (not a Counter: its hooks are Python)
         self.running: dict[str, FluidJob] = {}
         self._busy_gpus = 0
         self._ideal_cache: dict[tuple[str, int], IdealTimes | None] = {}
@@ -193,7 +192,8 @@ class FluidModel(ExecutionModel):
         st.status = JobStatus.PENDING
         st.wait_since = now
         self.pending[st.job_id] = st
-        self._pending_demand[st.spec.num_gpus] += 1
+        demand, d = self._pending_demand, st.spec.num_gpus
+        demand[d] = demand.get(d, 0) + 1
         view = st.view
         assert view is not None
         self.queued_log.append(view)
@@ -206,10 +206,12 @@ class FluidModel(ExecutionModel):
 
     def _dequeue(self, st: FluidJob) -> None:
         del self.pending[st.job_id]
-        d = st.spec.num_gpus
-        self._pending_demand[d] -= 1
-        if not self._pending_demand[d]:
-            del self._pending_demand[d]
+        demand, d = self._pending_demand, st.spec.num_gpus
+        left = demand[d] - 1
+        if left:
+            demand[d] = left
+        else:
+            del demand[d]
         view = st.view
         assert view is not None
         self._pending_sorted.remove(st.seq)

@@ -119,16 +119,20 @@ def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]
         out.update({k: math.nan for k in keys})
         out["preemptions"] = 0
         return out
-    names = ("jct_s", "queue_s", "run_s", "comm_s", "comm_overhead_s", "ideal_run_s", *CAUSES)
-    col = dict(zip(names, _columns(recs, names), strict=True))
+    names = ("jct_s", "queue_s", "run_s", "comm_s", "comm_overhead_s", "ideal_run_s", *CAUSES,
+             "num_gpus", "arrival_s", "finish_s", "preemptions")
+    col = dict(zip(names, _columns(recs, names), strict=True))  # one pass over the records
     jct = col["jct_s"]
-    makespan = max(r["finish_s"] for r in all_recs) - min(r["arrival_s"] for r in all_recs)  # the whole run
+    if recs is all_recs:  # the makespan is the whole run's
+        makespan = float(col["finish_s"].max()) - float(col["arrival_s"].min())
+    else:
+        makespan = max(r["finish_s"] for r in all_recs) - min(r["arrival_s"] for r in all_recs)
     run = float(col["run_s"].sum())
 
     def share(key: str) -> float:
         return 100.0 * float(col[key].sum()) / run if run > 0 else 0.0
 
-    work, arrivals = _work_and_arrivals(recs)
+    work, arrivals = col["num_gpus"] * col["ideal_run_s"], col["arrival_s"]  # = _work_and_arrivals(recs)
     quarters = _quarters(work, arrivals, result.cluster.num_gpus)
     ideal = col["ideal_run_s"]
     slowdown = np.divide(col["run_s"], ideal, out=np.ones_like(ideal), where=ideal > 0)
@@ -150,7 +154,7 @@ def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]
         "offered_load": _offered(work, arrivals, result.cluster.num_gpus),
         "offered_load_min_quarter": min(quarters, default=math.nan),
         "offered_load_max_quarter": max(quarters, default=math.nan),
-        "preemptions": int(sum(r["preemptions"] for r in recs)),
+        "preemptions": int(col["preemptions"].sum()),
     })
     missing = set(SUMMARY_FIELDS) - set(out)
     if missing:  # the vocabulary and this function must agree

@@ -31,20 +31,35 @@ PERF_MODELS: dict[str, type[PerfModel]] = {
 _NUMERIC = {"float", "int", "float|None", "int|None"}
 
 
+def constructor_params(cls: type[PerfModel]) -> dict[str, str]:
+    """A physics model's keyword parameters after ``cluster``: name → annotation text, in signature order.
+
+    Read from ``cls.__init__``'s signature. A class compiled by mypyc (docs/engine.md "Compiled build") shows
+    only ``(self, *args, **kwargs)`` there, so a compiled model declares the same table as ``init_params``;
+    tests/test_perf_params.py checks every declaration against the constructor in the source.
+    """
+    declared = cls.__dict__.get("init_params")
+    params = inspect.signature(cls.__init__).parameters
+    named = {k: p for k, p in params.items()
+             if k not in ("self", "cluster") and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    if declared is not None and not named:  # compiled: the signature is hidden
+        return dict(declared)
+    return {k: str(p.annotation) for k, p in named.items()}
+
+
 def make_perf_model(name: str, cluster: Cluster, **params: Any) -> PerfModel:
     try:
         cls = PERF_MODELS[name]
     except KeyError:
         raise ConfigError(f"unknown perf model {name!r}; choose one of {', '.join(PERF_MODELS)}",
                           field="perf_model") from None
-    sig = {k: p for k, p in inspect.signature(cls.__init__).parameters.items()
-           if k not in ("self", "cluster") and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    sig = constructor_params(cls)
     unknown = sorted(set(params) - set(sig))
     if unknown:
         raise ConfigError(f"perf model {name!r}: unknown parameter(s) {unknown} "
                           f"(allowed: {', '.join(sig) or 'none'})", field="perf_param")
     for k, v in params.items():
-        ann = str(sig[k].annotation).replace(" ", "")
+        ann = sig[k].replace(" ", "")
         if ann in _NUMERIC and not (v is None and ann.endswith("|None")) and (
                 isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)):
             raise ConfigError(f"perf model {name!r}: {k}={v!r} is not a finite number", field="perf_param")
@@ -54,4 +69,4 @@ def make_perf_model(name: str, cluster: Cluster, **params: Any) -> PerfModel:
         raise ConfigError(f"perf model {name!r}: {e}", field="perf_param") from None
 
 
-__all__ = ["PERF_MODELS", "IterationTime", "PerfModel", "Placement", "make_perf_model"]
+__all__ = ["PERF_MODELS", "IterationTime", "PerfModel", "Placement", "constructor_params", "make_perf_model"]

@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf.base import IterationTime, PerfModel, Placement, compute_time, ring_bytes_per_hop
@@ -58,6 +58,9 @@ FAIRNESS = ("ring", "flow", "flow-rtt", "tcp")
 class MaxMinLinkSharing(PerfModel):
     name = "maxmin"
     description = "ring all-reduce flows share every link they cross, weighted max-min fair (progressive filling)"
+    # the constructor's keyword parameters, for ``perf.constructor_params`` when this module is compiled
+    init_params: ClassVar[Mapping[str, str]] = {
+        "efficiency": "float", "fairness": "str", "tcp_exponent": "float", "tcp_own_queue": "float"}
 
     def __init__(self, cluster: Cluster, efficiency: float = 1.0, fairness: str = "ring",
                  tcp_exponent: float = DEFAULT_EXPONENT, tcp_own_queue: float = DEFAULT_OWN_QUEUE) -> None:

@@ -7,13 +7,12 @@ times are predicted with the contention they actually overlap with.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ddlsched.cluster.topology import Cluster
-from ddlsched.perf import PERF_MODELS, PerfModel, make_perf_model
+from ddlsched.perf import PERF_MODELS, PerfModel, constructor_params, make_perf_model
 from ddlsched.perf.base import IterationTime, Placement
 from ddlsched.workload.profiles import ModelProfile
 
@@ -70,7 +69,7 @@ def model_params(name: str, calibration: Mapping[str, Any] | None) -> dict[str, 
     if not calibration:
         return {}
     cls = PERF_MODELS[name]
-    accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "cluster"}
+    accepted = set(constructor_params(cls))
     merged = {**calibration.get("common", {}), **calibration.get("models", {}).get(name, {})}
     if "raw" in calibration:
         merged = dict(calibration["raw"].get(name, {}))
