@@ -13,7 +13,8 @@ max-min contention, no time series (``record_timeseries=False``: a million-job s
     python benchmarks/bench_scale.py --plot docs/images/scale.png A.md B.md    # the cost curve from saved tables
 
 ``--out FILE.md`` also writes the table to a file; ``--plot PNG TABLE.md...`` draws CPU time and peak memory
-against jobs, one line per cluster size, from such tables (needs the ``plots`` extra).
+against jobs, one line per cluster size and build (solid: pure Python, dashed: compiled; the ``build`` column), from
+such tables (needs the ``plots`` extra).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def cluster(gpus: int):  # -> Cluster (imported lazily)
 
 
 def run(jobs: int, gpus: int, rate: float) -> dict:
+    from ddlsched import native
     from ddlsched.engine import SimConfig, run_simulation
     from ddlsched.metrics.summary import summarize
     from ddlsched.policies import make_policy
@@ -58,7 +60,8 @@ def run(jobs: int, gpus: int, rate: float) -> dict:
             "cpu_s": round(time.process_time() - c0, 2), "events": r.events,
             "events_per_s": round(r.events / r.wall_s) if r.wall_s > 0 else 0,
             "peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-            "avg_jct_h": round(s["avg_jct_s"] / 3600, 3), "avg_queue_h": round(s["avg_queueing_s"] / 3600, 3)}
+            "avg_jct_h": round(s["avg_jct_s"] / 3600, 3), "avg_queue_h": round(s["avg_queueing_s"] / 3600, 3),
+            "build": native.status()["mode"]}
 
 
 def cell(*args: object) -> dict:
@@ -85,7 +88,7 @@ def main() -> None:
         return
     cols = ["jobs", "gpus", "offered_load", "completed", "gen_s", "sim_s", "total_s", "cpu_s",
             "events_per_s", "peak_mib",
-            "avg_jct_h", "avg_queue_h"]
+            "avg_jct_h", "avg_queue_h", "build"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     print("\n".join(lines), flush=True)
     for gpus in (int(g) for g in a.gpus.split(",")):
@@ -107,19 +110,25 @@ def plot(png: str, tables: list[str]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows: dict[int, list[tuple[int, float, float]]] = {}
+    rows: dict[tuple[int, str], list[tuple[int, float, float]]] = {}
     for path in tables:
         with open(path) as f:
             lines = [ln.strip().strip("|").split("|") for ln in f if ln.startswith("| ") and "---" not in ln]
         head = [h.strip() for h in lines[0]]
+        if "build" not in head:
+            raise SystemExit(f"{path}: no 'build' column (a table from before it existed: run the cells again)")
         for ln in lines[1:]:
             r = dict(zip(head, (v.strip() for v in ln), strict=True))
-            rows.setdefault(int(r["gpus"]), []).append((int(r["jobs"]), float(r["cpu_s"]), float(r["peak_mib"])))
+            rows.setdefault((int(r["gpus"]), r["build"]), []).append(
+                (int(r["jobs"]), float(r["cpu_s"]), float(r["peak_mib"])))
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4), dpi=120)
-    for gpus, pts in sorted(rows.items()):
+    colours: dict[int, str] = {}
+    for (gpus, build), pts in sorted(rows.items()):
         pts.sort()
-        ax_t.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{gpus:,} GPUs")
-        ax_m.plot([p[0] for p in pts], [p[2] for p in pts], marker="o", label=f"{gpus:,} GPUs")
+        style = {"marker": "o", "linestyle": "--" if build == "compiled" else "-",
+                 "color": colours.setdefault(gpus, f"C{len(colours)}"), "label": f"{gpus:,} GPUs, {build}"}
+        ax_t.plot([p[0] for p in pts], [p[1] for p in pts], **style)
+        ax_m.plot([p[0] for p in pts], [p[2] for p in pts], **style)
     for ax, label in ((ax_t, "CPU time of the run (s)"), (ax_m, "peak memory (MiB)")):
         ax.set_xscale("log")
         ax.set_yscale("log")
