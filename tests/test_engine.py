@@ -212,3 +212,23 @@ def test_same_inputs_give_identical_results(jobs, policy_name):
 
 def test_job_status_values():
     assert JobStatus("done") is JobStatus.DONE
+
+
+def test_run_freezes_the_collector_only_while_it_runs_and_leaves_a_callers_freeze() -> None:
+    import gc
+
+    jobs = [JobSpec(f"j{i}", arrival_s=float(i), num_gpus=1 + i % 4, model="m", iterations=50) for i in range(8)]
+
+    def run() -> list[dict]:
+        return run_simulation(cluster4x4(), jobs, make_policy("fifo+consolidated"), catalog=CAT).records
+
+    assert gc.get_freeze_count() == 0
+    plain = run()
+    assert gc.get_freeze_count() == 0  # unfrozen afterwards
+    gc.freeze()  # a caller's own freeze: kept as it is, and the run gives the same records
+    try:
+        frozen = gc.get_freeze_count()
+        assert run() == plain
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
