@@ -21,7 +21,9 @@ from pathlib import Path
 MODEL = "phased[exact,fairness=tcp]"
 
 
-def score(saved: Path, gamma: float, work: Path) -> dict:
+def score(saved: Path, gamma: float, work: Path, only: tuple[str, ...] = ()) -> dict:
+    """The calibrated summary row of :data:`MODEL` on the runs saved in ``saved`` with ``tcp_exponent = gamma``
+    (``only``: score just these scenarios, as ``validate --only``)."""
     out = work / f"g{gamma:g}"
     shutil.copytree(saved, out)
     cal = json.loads((saved / "calibration.json").read_text())
@@ -29,7 +31,8 @@ def score(saved: Path, gamma: float, work: Path) -> dict:
     cal_path = work / f"cal{gamma:g}.json"  # outside ``out``: --reuse writes its own calibration.json there
     cal_path.write_text(json.dumps(cal))
     subprocess.run([sys.executable, "-m", "ddlsched.cli", "testbed", "validate", "--reuse", str(out),
-                    "--calibration", str(cal_path), "--out", str(out), "--doc", str(out / "doc.md")],
+                    "--calibration", str(cal_path), "--out", str(out), "--doc", str(out / "doc.md"),
+                    *(arg for name in only for arg in ("--only", name))],
                    check=True, capture_output=True)
     report = json.loads((out / "fidelity.json").read_text())
     (row,) = [r for r in report["summary"] if r["model"] == MODEL and r["variant"] == "calibrated"]
