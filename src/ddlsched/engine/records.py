@@ -17,34 +17,42 @@ the absolute clock (its spacing grows with the time of day); it must not scale w
 long wait would hide a whole cause (a job queued for months once had 15 s of spread and contention zeroed)."""
 
 
+def _noise_to_zero(x: float, tol: float) -> float:
+    """Float noise inside the tolerance reads as exactly 0 (a value of exactly −tol is kept as it is)."""
+    return 0.0 if -tol < x < tol else x
+
+
 def job_record(st: JobState, model: str, may_be_negative: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The record of a finished job (columns and meanings: ``ddlsched.vocabulary.RECORD_FIELDS``), after checking
     that its accounts close: queue, run and every cause ≥ 0 and run = ideal + Σ causes (within the tolerance; float
     noise inside it reads as exactly 0). Causes in ``may_be_negative`` (a non-physical mode) skip the ≥ 0 check."""
     spec = st.spec
-    assert st.finish is not None and st.first_start is not None
-    jct = st.finish - spec.arrival_s
+    finish = st.finish
+    assert finish is not None and st.first_start is not None
+    jct = finish - spec.arrival_s
     run = st.run_s
-    tol = _ABS + _REL * run + _CLOCK * abs(st.finish)
-    # float noise inside the tolerance reads as exactly 0 (a value of exactly −tol is kept as it is)
-    causes = [0.0 if -tol < x < tol else x for x in
-              (st.contention_s, st.spread_s, st.sharing_s, st.hetero_s, st.switch_s, st.restart_s)]
-    if min(causes) < -tol:
-        for i, x in enumerate(causes):
-            if x < -tol and _CAUSE_NAMES[i] not in may_be_negative:
-                raise SimulationError(f"{model} model, job {spec.job_id}: negative {_CAUSE_NAMES[i]} = {x}")
+    tol = _ABS + _REL * run + _CLOCK * abs(finish)
+    con = _noise_to_zero(st.contention_s, tol)
+    spr = _noise_to_zero(st.spread_s, tol)
+    shr = _noise_to_zero(st.sharing_s, tol)
+    het = _noise_to_zero(st.hetero_s, tol)
+    swi = _noise_to_zero(st.switch_s, tol)
+    rst = _noise_to_zero(st.restart_s, tol)
+    if min(con, spr, shr, het, swi, rst) < -tol:
+        for name, x in zip(_CAUSE_NAMES, (con, spr, shr, het, swi, rst), strict=True):
+            if x < -tol and name not in may_be_negative:
+                raise SimulationError(f"{model} model, job {spec.job_id}: negative {name} = {x}")
     ideal = st.ideal_run_s
     queue = jct - run
     if queue < -tol or run < -tol:
         raise SimulationError(f"{model} model, job {spec.job_id}: negative queue ({queue}) or run time ({run})")
-    explained = ideal + sum(causes)
+    explained = ideal + (con + spr + shr + het + swi + rst)
     if abs(run - explained) > tol:
         raise SimulationError(f"{model} model, job {spec.job_id}: run time {run} != ideal {ideal} + causes "
                               f"({explained - ideal}); accounts do not close")
-    con, spr, shr, het, swi, rst = causes
     return {
         "job_id": spec.job_id, "model": spec.model, "num_gpus": spec.num_gpus, "user": spec.user or "",
-        "arrival_s": spec.arrival_s, "first_start_s": st.first_start, "finish_s": st.finish, "jct_s": jct,
+        "arrival_s": spec.arrival_s, "first_start_s": st.first_start, "finish_s": finish, "jct_s": jct,
         "queue_s": queue if queue > tol or queue < -tol else (queue if queue >= 0 else 0.0), "run_s": run,
         "ideal_run_s": ideal, "comm_s": st.comm_s, "comm_overhead_s": con + spr, "contention_s": con,
         "spread_s": spr, "sharing_s": shr, "hetero_s": het, "switch_s": swi, "restart_s": rst,
