@@ -32,8 +32,9 @@ other tasks or running fewer tasks at a time — as sharing.
 from __future__ import annotations
 
 import math
+import random
 from bisect import bisect_left, insort
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from types import MappingProxyType
@@ -115,112 +116,112 @@ class RoundJobView:
         return f"RoundJobView({self.job_id})"
 
     @property
-    def job_id(self) -> Any:
+    def job_id(self) -> str:
         return self._j.spec.job_id
 
     @property
-    def seq(self) -> Any:
+    def seq(self) -> int:
         """arrival order"""
         return self._j.seq
 
     @property
-    def arrival_s(self) -> Any:
+    def arrival_s(self) -> float:
         """submission time"""
         return self._j.spec.arrival_s
 
     @property
-    def n(self) -> Any:
+    def n(self) -> int:
         """tasks per round (GPUs asked for)"""
         return self._j.n
 
     @property
-    def weight(self) -> Any:
+    def weight(self) -> float:
         return self._j.weight
 
     @property
-    def rounds(self) -> Any:
+    def rounds(self) -> int:
         """coarse rounds"""
         return self._j.rounds
 
     @property
-    def round(self) -> Any:
+    def round(self) -> int:
         """index of the current round"""
         return self._j.round
 
     @property
-    def remaining_rounds(self) -> Any:
+    def remaining_rounds(self) -> int:
         return self._j.rounds - self._j.round
 
     @property
-    def ready(self) -> Any:
+    def ready(self) -> int:
         """released, not yet started tasks of the current round"""
         return self._j.ready
 
     @property
-    def running(self) -> Any:
+    def running(self) -> int:
         """tasks running now"""
         return self._j.running
 
     @property
-    def done_in_round(self) -> Any:
+    def done_in_round(self) -> int:
         return self._j.done_in_round
 
     @property
-    def syncing(self) -> Any:
+    def syncing(self) -> bool:
         return self._j.syncing
 
     @property
-    def task_s(self) -> Any:
+    def task_s(self) -> Mapping[str, float]:
         """task seconds per GPU type (read-only)"""
         return MappingProxyType(self._j.task_s)
 
     @property
-    def ref_task_s(self) -> Any:
+    def ref_task_s(self) -> float:
         """task seconds on a reference GPU"""
         return self._j.ref_task_s
 
     @property
-    def sync_s(self) -> Any:
+    def sync_s(self) -> float:
         """synchronisation seconds of a round on its ideal GPUs"""
         return self._j.ideal_sync
 
     @property
-    def switch_s(self) -> Any:
+    def switch_s(self) -> float:
         """switching overhead when a GPU changes to this job"""
         return self._j.switch_cost
 
     @property
-    def attained_ref_s(self) -> Any:
+    def attained_ref_s(self) -> float:
         """reference-GPU seconds of tasks done"""
         return self._j.attained_ref_s
 
     @property
-    def gpu_busy_s(self) -> Any:
+    def gpu_busy_s(self) -> float:
         """wall GPU-seconds used (tasks and switches)"""
         return self._j.gpu_busy_s
 
     @property
-    def last_service_s(self) -> Any:
+    def last_service_s(self) -> float:
         """length of its last active stretch"""
         return self._j.last_service_s
 
     @property
-    def wait_since(self) -> Any:
+    def wait_since(self) -> float:
         """when its current inactive stretch began"""
         return self._j.wait_since
 
     @property
-    def lease(self) -> Any:
+    def lease(self) -> tuple[int, ...] | None:
         """GPUs leased to the job (gang policies), or None"""
         return self._j.lease
 
     @property
-    def finished(self) -> Any:
+    def finished(self) -> bool:
         """the job has completed"""
         return self._j.finish is not None
 
     @property
-    def running_gpus(self) -> Any:
+    def running_gpus(self) -> tuple[int, ...]:
         """GPUs running one of its tasks now"""
         return tuple(sorted(self._j.on_gpus))
 
@@ -239,15 +240,15 @@ class RoundsView:
         self._m = model
 
     @property
-    def now(self) -> Any:
+    def now(self) -> float:
         return self._m.ctx.now
 
     @property
-    def cluster(self) -> Any:
+    def cluster(self) -> Cluster:
         return self._m.cluster
 
     @property
-    def rng(self) -> Any:
+    def rng(self) -> random.Random:
         return self._m.rng
 
     @property

@@ -28,6 +28,7 @@ servers else 0, and the ideal c*, m*: sharing += L − c_P (waiting for time-sha
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,73 +111,73 @@ class TaskJobView:
         return f"TaskJobView({self.job_id})"
 
     @property
-    def job_id(self) -> Any:
+    def job_id(self) -> str:
         return self._j.spec.job_id
 
     @property
-    def seq(self) -> Any:
+    def seq(self) -> int:
         """arrival order"""
         return self._j.seq
 
     @property
-    def n(self) -> Any:
+    def n(self) -> int:
         """workers (GPUs)"""
         return self._j.n
 
     @property
-    def mem(self) -> Any:
+    def mem(self) -> float:
         """MB per GPU"""
         return self._j.mem
 
     @property
-    def fw(self) -> Any:
+    def fw(self) -> float:
         """forward seconds per step on a reference GPU"""
         return self._j.fw
 
     @property
-    def bw(self) -> Any:
+    def bw(self) -> float:
         """backward seconds per step on a reference GPU"""
         return self._j.bw
 
     @property
-    def size_mb(self) -> Any:
+    def size_mb(self) -> float:
         """MB per transfer"""
         return self._j.size_mb
 
     @property
-    def steps(self) -> Any:
+    def steps(self) -> int:
         return self._j.steps
 
     @property
-    def total_service(self) -> Any:
+    def total_service(self) -> float:
         """(fw + bw) · steps · n"""
         return self._j.total_service
 
     @property
-    def remaining_service(self) -> Any:
+    def remaining_service(self) -> float:
         """reference GPU-seconds left"""
         return self._j.remaining_service
 
     @property
-    def remaining_worker(self) -> Any:
+    def remaining_worker(self) -> float:
         return self._j.remaining_service / self._j.n
 
     @property
-    def gpus(self) -> Any:
+    def gpus(self) -> tuple[int, ...]:
         return self._j.gpus
 
     @property
-    def nodes(self) -> Any:
+    def nodes(self) -> tuple[int, ...]:
         """servers the job spans (sorted)"""
         return self._j.nodes
 
     @property
-    def multi(self) -> Any:
+    def multi(self) -> bool:
         """spans several servers"""
         return self._j.multi
 
     @property
-    def status(self) -> Any:
+    def status(self) -> JobStatus:
         return self._j.status
 
     def remaining_mb(self) -> float:
@@ -197,25 +198,25 @@ class TaskView:
         self._m = model
 
     @property
-    def now(self) -> Any:
+    def now(self) -> float:
         return self._m.ctx.now
 
     @property
-    def cluster(self) -> Any:
+    def cluster(self) -> Cluster:
         return self._m.cluster
 
     @property
-    def rng(self) -> Any:
+    def rng(self) -> random.Random:
         """the run's seeded generator for the policy's random choices"""
         return self._m.rng
 
     @property
-    def beta(self) -> Any:
+    def beta(self) -> float:
         """ms per MB of one transfer alone"""
         return self._m.beta
 
     @property
-    def eta(self) -> Any:
+    def eta(self) -> float:
         """ms per MB added per extra transfer on a NIC"""
         return self._m.eta
 
