@@ -107,7 +107,7 @@ def _worst_contended(jobs: tuple[JobRun, ...]) -> dict[str, int]:
 
 def test_tcp_calibration_scenarios_pin_gamma_and_kappa_with_shapes_of_their_own():
     cal = {s.name: s for s in CALIBRATION}
-    park, own = cal["cal-park"].jobs, cal["cal-own"].jobs
+    park, own, long = cal["cal-park"].jobs, cal["cal-own"].jobs, cal["cal-long"].jobs
     # parking lot: the 2-ring's worst hop crosses two contended queues, the 3-ring's one; no own slow queue
     assert [len(j.gpus) for j in park] == [2, 3]
     assert _worst_contended(park) == {"a": 2, "b": 1}
@@ -115,13 +115,26 @@ def test_tcp_calibration_scenarios_pin_gamma_and_kappa_with_shapes_of_their_own(
     # own slow queue: a (a 4 Gb/s NIC of its own) shares a fast NIC with b, which has none
     assert _worst_contended(own) == {"a": 1, "b": 1}
     assert own_slow_queues(_hops(own), CAP) == {"a": [1, 1], "b": [0, 0]}
+    # a 2-ring beside a longer ring: the same worst-hop counts as the parking lot, but the 8-GPU ring (grouped by
+    # server: 4 hops inside servers, 4 NIC hops over servers 0–3) has a NIC hop that meets nobody; the 3-ring of
+    # cal-park has not
+    assert [len(j.gpus) for j in long] == [2, 8]
+    assert _worst_contended(long) == {"a": 2, "b": 1}
+    assert own_slow_queues(_hops(long), CAP) == {"a": [0, 0], "b": [0] * 8}
+    hops = _hops(long)
+    q = contended(hops, tcp_rates(hops, CAP, 0.0), CAP)
+    per_hop = {j: [sum(1 for lid in h if lid in q) for h in hs] for j, hs in hops.items()}
+    assert sorted(per_hop["b"]) == [0] * 5 + [1] * 3
+    assert sorted(_worst_contended(park).values()) == [1, 2] and 0 not in [
+        sum(1 for lid in h if lid in contended(_hops(park), tcp_rates(_hops(park), CAP, 0.0), CAP))
+        for h in _hops(park)["b"]]
 
     # neither repeats a validation scenario's placement (the set of servers of every job)
     def servers(jobs: tuple[JobRun, ...]) -> frozenset[tuple[int, ...]]:
         return frozenset(tuple(sorted(SC.servers_of(j.gpus))) for j in jobs)
 
     val = {servers(s.jobs) for s in VALIDATION}
-    for name in ("cal-park", "cal-own"):
+    for name in TCP_RULE_SCENARIOS:
         assert servers(cal[name].jobs) not in val, name
 
 
@@ -133,7 +146,8 @@ def test_calibration_suite_repeats_the_tcp_rule_scenarios_under_names_of_their_o
     names = [s.name for s in suite]
     assert len(names) == len(set(names))
     assert names[:len(CALIBRATION)] == [s.name for s in CALIBRATION]  # the first run keeps its old name
-    assert names[len(CALIBRATION):] == ["cal-park.r2", "cal-own.r2", "cal-park.r3", "cal-own.r3"]  # interleaved
+    assert names[len(CALIBRATION):] == ["cal-park.r2", "cal-own.r2", "cal-long.r2",
+                                        "cal-park.r3", "cal-own.r3", "cal-long.r3"]  # interleaved
     by = {s.name: s for s in suite}
     for n in TCP_RULE_SCENARIOS:
         assert by[repeat_name(n, 3)].jobs == by[n].jobs
@@ -173,11 +187,11 @@ def test_fit_tcp_pools_the_repeats_and_fits_each_alone():
     per job and repeat, and cal-share2 (run once) enters every per-repeat fit."""
     executed, names = _shared_runs([0.75, 1.0, 1.25])
     out = fit_tcp(SC, executed, 0.96, names=names, grid=GRID)
-    assert out["repeats"] == {"cal-share2": 1, "cal-park": 3, "cal-own": 3}
+    assert out["repeats"] == {"cal-share2": 1, "cal-park": 3, "cal-own": 3, "cal-long": 3}
     assert out["rows"] == 2 * len(executed) and out["aggregate"] == "mean"
     assert [r["tcp_exponent"] for r in out["per_repeat"]] == [pytest.approx(g, abs=0.01) for g in (0.75, 1.0, 1.25)]
     assert all(r["fit_rmse_rel"] < 1e-3 for r in out["per_repeat"])  # (at γ = 0.75, κ ≤ 0.6 changes nothing)
-    assert out["per_repeat"][1]["scenarios"] == ["cal-share2", "cal-park.r2", "cal-own.r2"]
+    assert out["per_repeat"][1]["scenarios"] == ["cal-share2", "cal-park.r2", "cal-own.r2", "cal-long.r2"]
     assert 0.8 < out["tcp_exponent"] < 1.2 and out["fit_rmse_rel"] > 0.01
     assert len(out["measured"]["cal-park/a"]) == 3 and len(out["measured"]["cal-share2/a"]) == 1
     # without names every scenario is its own: no repeats reported, the same loss as before repeats existed
@@ -215,7 +229,7 @@ def test_fit_uses_every_repeat_and_saved_repeats_reload(tmp_path):
         (tmp_path / s.name).mkdir()
         (tmp_path / s.name / "run.json").write_text(json.dumps(res.as_json()))
     assert [r.scenario.name for r in load_calibration_runs(tmp_path)] == [s.name for s in suite]
-    for name in ("cal-park.r2", "cal-own.r2", "cal-own"):
+    for name in ("cal-park.r2", "cal-own.r2", "cal-long.r2", "cal-own"):
         (tmp_path / name / "run.json").unlink()
     assert [r.scenario.name for r in load_calibration_runs(tmp_path)] == [
         s.name for s in CALIBRATION if s.name != "cal-own"]

@@ -20,7 +20,7 @@ from ddlsched.cluster.topology import Cluster
 from ddlsched.errors import DdlschedError
 from ddlsched.perf import PERF_MODELS
 from ddlsched.testbed.netns import leftovers, read_state, teardown
-from ddlsched.testbed.scenarios import CAL_REPEATS, VAL_REPEATS
+from ddlsched.testbed.scenarios import CAL_REPEATS, TCP_RULE_SCENARIOS, VAL_REPEATS
 
 DEFAULT_OUT = "results/validation"
 FAIR_CLASSES = 8
@@ -75,8 +75,8 @@ nic_opt = click.option("--nic-mbit", default=100.0, show_default=True,
 scale_opt = click.option("--scale", type=float, default=None, help="explicit capacity scale (overrides --nic-mbit)")
 cal_repeats_opt = click.option(
     "--cal-repeats", type=click.IntRange(min=1), default=CAL_REPEATS, show_default=True,
-    help="run the TCP rule's calibration scenarios (cal-park, cal-own) this many times and fit γ, κ on all "
-         "repeats (docs/validation.md, 'Calibration')")
+    help=f"run the TCP rule's calibration scenarios ({', '.join(TCP_RULE_SCENARIOS)}) this many times and fit "
+         "γ, κ on all repeats (docs/validation.md, 'Calibration')")
 val_repeats_opt = click.option(
     "--val-repeats", type=click.IntRange(min=1), default=VAL_REPEATS, show_default=True,
     help="run every validation scenario this many times (interleaved: all once, then all again, …) and score the "

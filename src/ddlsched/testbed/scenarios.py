@@ -120,6 +120,14 @@ CALIBRATION: tuple[Scenario, ...] = (
     Scenario("cal-own", "2-ring on servers 5 (10 Gb/s) and 7 (4 Gb/s: its own slow queue) shares server 5's NIC "
              "with a 2-ring on 4, 5: pins κ", (
                  J("a", ring([5, 7], 0), 3, 5), J("b", ring([4, 5], 1), 5, 5))),
+    # added 2026-11-26 after validation run 12 (docs/validation.md, "Run 13"): cal-park's 3-ring crosses a
+    # contended queue on every hop, while a longer ring beside a 2-ring has hops that meet nobody. This is the
+    # validation scenario `ringsize`'s topology turned by one server, with other gradient sizes, 8 GPUs in the long
+    # ring and other servers, so `ringsize` is no longer a blind test of γ (the doc reports the fit without it too)
+    Scenario("cal-long", "2-ring on servers 1, 2 beside an 8-GPU ring over servers 0–3 (2 GPUs each, one NIC hop "
+             "per server): the 2-ring's hop 2→1 crosses two contended queues, the long ring's hops one, its hop "
+             "3→0 none: pins γ", (
+                 J("a", ring([1, 2], 0), 4, 5), J("b", ring([0, 1, 2, 3], 1) + ring([0, 1, 2, 3], 2), 6, 4))),
 )
 
 
@@ -127,7 +135,7 @@ CALIBRATION: tuple[Scenario, ...] = (
 # repeat (docs/validation.md, "Calibration"): γ fitted on one run ranged 0.75 … 1.24 over 7 runs, the noise of a
 # 5-iteration mean (cal-park's 2-ring: iterations 0.3 … 1.8 s within a run); pooling 4 runs narrowed it to
 # 1.07 … 1.11 (benchmarks/tcp_cal_spread.py), for ≈ 50 s more testbed time.
-TCP_RULE_SCENARIOS: tuple[str, ...] = ("cal-park", "cal-own")
+TCP_RULE_SCENARIOS: tuple[str, ...] = ("cal-park", "cal-own", "cal-long")
 CAL_REPEATS = 4
 REPEAT_SEP = ".r"
 
@@ -153,8 +161,8 @@ def repeat_index(name: str) -> int:
 
 def calibration_suite(repeats: int = CAL_REPEATS) -> tuple[Scenario, ...]:
     """:data:`CALIBRATION`, then repeats 2 … ``repeats`` of each :data:`TCP_RULE_SCENARIOS` scenario (same jobs,
-    names from :func:`repeat_name`), interleaved (park, own, park, own, …) so a burst of host load does not hit
-    every repeat of one scenario."""
+    names from :func:`repeat_name`), interleaved (park, own, long, park, own, long, …) so a burst of host load does
+    not hit every repeat of one scenario."""
     if repeats < 1:
         raise ValueError(f"--cal-repeats must be ≥ 1, got {repeats}")
     by_name = {s.name: s for s in CALIBRATION}
