@@ -113,14 +113,14 @@ CALIBRATION: tuple[Scenario, ...] = (
     Scenario("cal-slow", "isolated 2-ring on the 4 Gb/s NICs", (J("a", ring([6, 7]), 3, 4),)),
     Scenario("cal-share2", "two 2-rings sharing NICs 2,3", (
         J("a", ring([2, 3], 0), 4, 4), J("b", ring([2, 3], 1), 4, 4))),
-    # for the TCP rule's γ and κ (docs/physics.md §12): shapes no validation scenario has
+    # for the TCP rule's γ and κ (docs/physics.md §12); cal-park and cal-own: shapes no validation scenario has
     Scenario("cal-park", "parking lot: 2-ring on servers 1, 2 inside a 3-ring on 0, 1, 2 (the 2-ring's hop 2→1 "
              "crosses two contended queues, every 3-ring hop one): pins γ", (
                  J("a", ring([1, 2], 0), 4, 5), J("b", ring([0, 1, 2], 1), 6, 5))),
     Scenario("cal-own", "2-ring on servers 5 (10 Gb/s) and 7 (4 Gb/s: its own slow queue) shares server 5's NIC "
              "with a 2-ring on 4, 5: pins κ", (
                  J("a", ring([5, 7], 0), 3, 5), J("b", ring([4, 5], 1), 5, 5))),
-    # added 2026-11-26 after validation run 12 (docs/validation.md, "Run 13"): cal-park's 3-ring crosses a
+    # added 2026-11-26 after validation run 12 (docs/validation.md, "Runs 13, 14 and 15"): cal-park's 3-ring crosses a
     # contended queue on every hop, while a longer ring beside a 2-ring has hops that meet nobody. This is the
     # validation scenario `ringsize`'s topology turned by one server, with other gradient sizes, 8 GPUs in the long
     # ring and other servers, so `ringsize` is no longer a blind test of γ (the doc reports the fit without it too)
