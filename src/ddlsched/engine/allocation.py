@@ -53,7 +53,8 @@ class FreeIndex:
         return self._count[server]
 
     def free_counts(self) -> list[int]:
-        """Free GPUs per server, indexed by server (the index's own list: read it, never change it)."""
+        """Free GPUs per server, indexed by server (the index's own list: read it, never change it; valid until
+        the next take or release)."""
         return self._count
 
     def free_gpus(self, server: int) -> list[int]:
@@ -166,16 +167,60 @@ class FreeGPUs(FreeIndex):
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Allocation(FreeIndex):
-    """A tentative, copy-on-write view of :class:`FreeGPUs` for planning one scheduling pass."""
+    """A tentative, copy-on-write view of :class:`FreeGPUs` for planning one scheduling pass.
+
+    Made on every pass, so it copies nothing in proportion to the cluster: a server's free set is copied when the
+    pass first takes or releases one of its GPUs (``_touched``), and its free count is then that set's size; the
+    other servers' counts are read from the base's list, which this overlay never writes. Only the buckets (one
+    int per possible free count) are copied."""
 
     def __init__(self, base: FreeGPUs) -> None:
         self.cluster = base.cluster
         self._base = base
-        self._count = list(base._count)
+        self._count = base._count  # the base's list, read-only here (see the class docstring)
         self._bucket = list(base._bucket)
         self._num_free = base._num_free
         self._touched: dict[int, set[int]] = {}
+        self._counts: list[int] | None = None  # free_counts() with the touched servers, until the next move
         self.taken: list[int] = []
+
+    def free_count(self, server: int) -> int:
+        own = self._touched.get(server)
+        return self._count[server] if own is None else len(own)
+
+    def free_counts(self) -> list[int]:
+        if not self._touched:
+            return self._count
+        counts = self._counts
+        if counts is None:
+            counts = list(self._count)
+            for s, own in self._touched.items():
+                counts[s] = len(own)
+            self._counts = counts
+        return counts
+
+    def _move(self, server: int, delta: int) -> None:  # pragma: no cover - the overlay books through _book
+        raise NotImplementedError("an Allocation's counts follow its touched sets; use take/release")
+
+    def _book(self, gpus: list[int], delta: int) -> None:
+        gs, bucket = self.cluster.gpu_server, self._bucket
+        for g in gpus:
+            s = gs[g]
+            free = self._own_set(s)
+            if delta < 0:
+                if g not in free:
+                    raise ValueError(f"GPU {g} is not free")
+                free.remove(g)
+            else:
+                if g in free:
+                    raise ValueError(f"GPU {g} is already free")
+                free.add(g)
+            new = len(free)
+            bit = 1 << s
+            bucket[new - delta] &= ~bit
+            bucket[new] |= bit
+            self._num_free += delta
+        self._counts = None
 
     def _sets(self, server: int) -> set[int]:
         own = self._touched.get(server)
@@ -193,8 +238,11 @@ class Allocation(FreeIndex):
 
     def take(self, gpus: Iterable[int]) -> None:
         gpus = list(gpus)
-        super().take(gpus)
+        self._book(gpus, -1)
         self.taken.extend(gpus)
+
+    def release(self, gpus: Iterable[int]) -> None:
+        self._book(list(gpus), 1)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -233,7 +281,7 @@ class MemoryFiltered(FreeIndex):
     def __init__(self, parent: FreeIndex, hidden: dict[int, frozenset[int]]) -> None:
         self.cluster = parent.cluster
         self._parent, self._hidden = parent, hidden
-        self._count = list(parent._count)
+        self._count = list(parent.free_counts())
         self._bucket = list(parent._bucket)
         self._num_free = parent._num_free
         for s in hidden:
