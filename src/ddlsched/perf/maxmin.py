@@ -50,8 +50,10 @@ from typing import Any, ClassVar
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf.base import IterationTime, PerfModel, Placement, compute_time, ring_bytes_per_hop
 from ddlsched.perf.tcp_share import DEFAULT_EXPONENT, DEFAULT_OWN_QUEUE, check_params, tcp_rates
+from ddlsched.workload.profiles import ModelProfile
 
 _REL_TOL = 1e-9
+_NO_ROUTE: tuple[list[tuple[int, ...]], Counter[int], float] = ([], Counter(), math.inf)  # read-only
 FAIRNESS = ("ring", "flow", "flow-rtt", "tcp")
 
 
@@ -86,6 +88,21 @@ class MaxMinLinkSharing(PerfModel):
         self._alone: dict[str, float] = {}  # a job's rate if it were alone: min over its links of C_l / m_jl
         self._demand: dict[int, float] = {}  # Σ over jobs on the link of m_jl · alone_j
         self._routes: dict[tuple[int, ...], tuple[list[tuple[int, ...]], Counter[int], float]] = {}
+        # per-iteration compute by profile (keyed by identity, the profile kept beside its value), when every GPU
+        # is of one type: compute_time then depends on the profile alone
+        self._one_type = len(cluster.gpu_types) == 1
+        self._compute_of: dict[int, tuple[ModelProfile, float]] = {}
+
+    def _compute_time(self, placement: Placement) -> float:
+        """:func:`compute_time`, memoised per profile on a one-GPU-type cluster (it reads Python properties of the
+        profile, which the start of every job paid for)."""
+        if not self._one_type:
+            return compute_time(self.cluster, placement)
+        prof = placement.profile
+        got = self._compute_of.get(id(prof))
+        if got is None or got[0] is not prof:
+            got = self._compute_of[id(prof)] = (prof, compute_time(self.cluster, placement))
+        return got[1]
 
     def _route(self, gpus: tuple[int, ...]) -> tuple[list[tuple[int, ...]], Counter[int], float]:
         """A placement's ring hops, the hops it puts on each link (m_jl) and its rate alone; memoised per GPU
@@ -121,7 +138,7 @@ class MaxMinLinkSharing(PerfModel):
 
     def isolated(self, placement: Placement) -> IterationTime:
         """Alone on the network: the ring runs at its tightest link's capacity ÷ the hops it puts there."""
-        compute = compute_time(self.cluster, placement)
+        compute = self._compute_time(placement)
         hops, _, rate = self._route(tuple(placement.gpus))
         if not hops:
             return IterationTime(compute, 0.0)
@@ -135,10 +152,11 @@ class MaxMinLinkSharing(PerfModel):
         if jid in self._placements:
             raise ValueError(f"job {jid} is already placed")
         self._placements[jid] = placement
-        self._compute[jid] = compute_time(self.cluster, placement)
-        hops, use, alone = self._route(tuple(placement.gpus))
+        compute = self._compute[jid] = self._compute_time(placement)
+        gpus = tuple(placement.gpus)
+        hops, use, alone = self._route(gpus) if len(gpus) > 1 else _NO_ROUTE  # one worker: no ring, no link
         if not hops:
-            t = IterationTime(self._compute[jid], 0.0)
+            t = IterationTime(compute, 0.0)
             self._times[jid] = t
             return {jid: t}
         self._job_links[jid] = use
