@@ -117,3 +117,16 @@ def test_link_that_can_saturate_couples_and_shares():
     assert changed["a"].comm_s == pytest.approx(2 * 1 / 2 * M_MB * 1e6 / (B / 4))
     back = pm.remove("b")
     assert back["a"].comm_s == pytest.approx(2 * 1 / 2 * M_MB * 1e6 / (B / 2))
+
+
+def test_compute_time_is_each_profiles_own_however_often_asked():
+    """The per-profile compute memo (one GPU type) returns each profile's own time, for one- and multi-worker
+    placements, and a profile equal in name but not in timing is not mistaken for another."""
+    c = four_by_four()
+    pm = make_perf_model("maxmin", c)
+    slow = ModelProfile("m", grad_mb=M_MB, compute_ms=80.0, batch_size=32, mem_mb=1000)  # same name as PROF
+    assert pm.add(Placement("a", (0,), PROF))["a"].compute_s == pytest.approx(0.05)
+    assert pm.add(Placement("b", (1,), slow))["b"].compute_s == pytest.approx(0.08)
+    assert pm.add(Placement("c", spread(c, 2), PROF))["c"].compute_s == pytest.approx(0.05)
+    assert pm.add(Placement("d", spread(c, 3), slow))["d"].compute_s == pytest.approx(0.08)
+    assert pm.add(Placement("e", (4,), PROF))["e"] == pm.alone("e") and pm.alone("e").comm_s == 0.0
