@@ -26,13 +26,14 @@ POLICIES = ["fifo+consolidated", "sjf+consolidated", "tiresias+consolidated", "s
 RESULT_FILES = ("summary.json", "records.csv", "timeseries.csv")
 
 
-def _config(tmp: Path, extra: str = "", policies: list[str] | None = None, name: str = "sweep.yaml") -> Path:
+def _config(tmp: Path, extra: str = "", policies: list[str] | None = None, name: str = "sweep.yaml",
+            jobs: int = 40) -> Path:
     pol = "\n".join(f"  - {p}" for p in (policies or POLICIES))
     text = f"""name: t
 policies:
 {pol}
 traces:
-  - synthetic: {{jobs: 40, rate_per_s: 0.02}}
+  - synthetic: {{jobs: {jobs}, rate_per_s: 0.02}}
 clusters: [wang2020, rack256]
 seeds: [0, 1, 2]
 {extra}"""
@@ -116,7 +117,8 @@ def test_resume_runs_only_missing_cells(local_sweep: tuple[Path, Path], tmp_path
 
 
 def test_killed_sweep_resumes(tmp_path: Path) -> None:
-    cfg = _config(tmp_path, policies=POLICIES[:2])
+    # cells large enough that the sweep cannot finish between two polls below (40-job cells, compiled, once did)
+    cfg = _config(tmp_path, policies=POLICIES[:2], jobs=3000)
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "ddlsched.cli", "sweep", str(cfg), "--out", str(out), "--workers", "1", "--quiet"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, start_new_session=True, stdout=subprocess.DEVNULL,
