@@ -21,12 +21,17 @@ def _pct(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if values.size else math.nan
 
 
+def _work(gpus: np.ndarray, ideal_run_s: np.ndarray) -> np.ndarray:
+    """A job's work, the unit of offered load: GPUs × ideal run time."""
+    return gpus * ideal_run_s
+
+
 def _work_and_arrivals(records: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
-    """Per record: GPUs × ideal run time, and the arrival instant."""
+    """Per record: its work (:func:`_work`), and the arrival instant."""
     if not records:
         return np.zeros(0), np.zeros(0)
     gpus, ideal, arrivals = _columns(records, ("num_gpus", "ideal_run_s", "arrival_s"))
-    return gpus * ideal, arrivals
+    return _work(gpus, ideal), arrivals
 
 
 def _columns(records: Sequence[dict[str, Any]], names: Sequence[str]) -> list[np.ndarray]:
@@ -132,7 +137,7 @@ def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]
     def share(key: str) -> float:
         return 100.0 * float(col[key].sum()) / run if run > 0 else 0.0
 
-    work, arrivals = col["num_gpus"] * col["ideal_run_s"], col["arrival_s"]  # = _work_and_arrivals(recs)
+    work, arrivals = _work(col["num_gpus"], col["ideal_run_s"]), col["arrival_s"]
     quarters = _quarters(work, arrivals, result.cluster.num_gpus)
     ideal = col["ideal_run_s"]
     slowdown = np.divide(col["run_s"], ideal, out=np.ones_like(ideal), where=ideal > 0)
