@@ -232,3 +232,34 @@ def test_run_freezes_the_collector_only_while_it_runs_and_leaves_a_callers_freez
         assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
+
+
+@pytest.mark.parametrize("policy", ["fifo+consolidated", "ada-srsf", "hlas"])  # fluid, task-DAG, rounds models
+def test_run_leaves_no_job_state_to_the_cyclic_collector(policy: str) -> None:
+    """A finished run's job states and their views (reference cycles) are freed when the run returns
+    (``ExecutionModel.release``), not left to the next full collection, which costs ≈ 3× as much on a trace."""
+    import gc
+
+    from ddlsched.engine.fluid import FluidJob
+    from ddlsched.engine.jobview import JobView
+    from ddlsched.engine.rounds import RoundJob, RoundJobView
+    from ddlsched.engine.taskdag import TaskJob, TaskJobView
+
+    per_job = (FluidJob, JobView, TaskJob, TaskJobView, RoundJob, RoundJobView)
+    jobs = [JobSpec(f"j{i}", arrival_s=float(i), num_gpus=1 + i % 4, model="m", iterations=50) for i in range(8)]
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        res = run_simulation(cluster4x4(), jobs, make_policy(policy), catalog=CAT)
+        assert len(res.records) == 8
+        assert not any(isinstance(o, per_job) for o in gc.get_objects())
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        left = [o for o in gc.garbage if isinstance(o, per_job)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if was_enabled:
+            gc.enable()
+    assert not left, f"{len(left)} job states/views were left to the cyclic collector"

@@ -227,6 +227,12 @@ class Core:
                          wall_s=wallclock.perf_counter() - t0, busy_gpu_s=self.busy_gpu_s, skipped=self.skipped,
                          notes=self.notes, audit=self.audit_log)
 
+    def release(self) -> None:
+        """Drop the run's per-job state once its result is built (:meth:`ExecutionModel.release`)."""
+        self.model.release()
+        self.arrivals = []
+        self.heap.clear()
+
     def _policy_name(self) -> str:
         return self.policy.name or type(self.policy).__name__
 

@@ -320,6 +320,17 @@ class FluidModel(ExecutionModel):
         if self._busy_gpus or self.free.num_free != self.cluster.num_gpus or any(self.gpu_mem):
             raise SimulationError("fluid model: GPUs still allocated after every job finished")
 
+    def release(self) -> None:
+        for st in self.states.values():
+            st.view = None  # the state ↔ view cycle
+        self.states.clear()
+        self.pending.clear()
+        self.running.clear()
+        self._indexes.clear()
+        self.queued_log.clear()
+        self._pending_sorted = PendingQueue()
+        self._view = None
+
     # ---------------------------------------------------------------- decisions
     def job_mem(self, st: FluidJob, accum_steps: int) -> float:
         mem = st.spec.gpu_mem_mb or st.profile.mem_mb

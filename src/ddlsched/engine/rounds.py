@@ -592,6 +592,13 @@ class RoundsModel(ExecutionModel):
         return self.perf.name, {**self.perf.params(), "max_rounds": self.max_rounds,
                                 "switch_frac": self.switch_frac, "switch_s": self.switch_s}
 
+    def release(self) -> None:
+        for jobs in (self.jobs, self.views, self._arrived, self._ready, self._lease_dirty, self.last_of):
+            jobs.clear()
+        self._active.clear()
+        self._active_views.clear()
+        self._ready_views = None
+
     def finish_checks(self) -> None:
         if self._busy or any(g is not None for g in self.gpu_job) or any(g is not None for g in self.gpu_lease):
             raise SimulationError("rounds model: GPUs still held after every job finished")

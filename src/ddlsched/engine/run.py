@@ -104,10 +104,12 @@ def _run_frozen(core: Core) -> SimResult:
     the cyclic collector's sight (``gc.freeze``): they live through the whole run, and re-scanning them at every
     full collection cost ≈ 10 % of a trace run (BENCHMARKS.md). Objects made during the run are collected as
     usual; a caller's own frozen objects are left as they are (then nothing is frozen here)."""
-    if gc.get_freeze_count():
-        return core.run()
-    gc.freeze()
+    frozen_here = not gc.get_freeze_count()
+    if frozen_here:
+        gc.freeze()
     try:
         return core.run()
     finally:
-        gc.unfreeze()
+        core.release()  # freed by reference counting now, not left to the next full collection
+        if frozen_here:
+            gc.unfreeze()

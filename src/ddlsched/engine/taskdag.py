@@ -422,6 +422,15 @@ class TaskDagModel(ExecutionModel):
             params["load_ms_per_mb"] = self.load_ms_per_mb
         return "abe-transfers", params
 
+    def release(self) -> None:
+        for per_gpu in (self.gpu_jobs, self.node_comm):
+            for jobs in per_gpu:
+                jobs.clear()
+        self.queue.clear()
+        self.running.clear()
+        self.jobs.clear()
+        self.views.clear()  # each view refers to this model
+
     def finish_checks(self) -> None:
         if self._busy_gpus or any(self.gpu_mem) or any(self.gpu_busy) or any(self.node_comm):
             raise SimulationError("task-DAG model: resources still held after every job finished")
