@@ -263,3 +263,20 @@ def test_run_leaves_no_job_state_to_the_cyclic_collector(policy: str) -> None:
         if was_enabled:
             gc.enable()
     assert not left, f"{len(left)} job states/views were left to the cyclic collector"
+
+
+def test_jobs_given_out_of_arrival_order_run_as_if_sorted_ties_in_input_order() -> None:
+    """The core takes jobs in arrival order, ties in the order given, whether or not the input is sorted (a
+    sorted input skips the sort). Every job asks for the whole cluster, so FIFO runs them one at a time and the
+    finish order is the order the core took them in."""
+    cl = cluster4x4()
+    jobs = [JobSpec(f"j{i}", arrival_s=float(i // 2), num_gpus=cl.num_gpus, model="m", iterations=40 + i)
+            for i in range(10)]
+
+    def order(specs: list[JobSpec]) -> list[str]:
+        res = run_simulation(cl, specs, make_policy("fifo+consolidated"), catalog=CAT)
+        return [r["job_id"] for r in sorted(res.records, key=lambda r: r["finish_s"])]
+
+    assert order(jobs) == [j.job_id for j in jobs]
+    shuffled = [jobs[i] for i in (9, 3, 0, 7, 1, 5, 8, 2, 6, 4)]  # ties (j0, j1), (j2, j3), … swapped in part
+    assert order(shuffled) == ["j0", "j1", "j3", "j2", "j5", "j4", "j7", "j6", "j9", "j8"]

@@ -102,7 +102,12 @@ class Core:
 
     def _prepare_states(self, jobs: Sequence[JobSpec]) -> list[JobState]:
         model, cluster = self.model, self.cluster
-        order = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival_s, i))
+        arrivals: list[float] = [spec.arrival_s for spec in jobs]
+        order: Sequence[int] = range(len(jobs))  # already in arrival order (loaders sort): what the sort gives
+        for k in range(1, len(arrivals)):
+            if arrivals[k] < arrivals[k - 1]:
+                order = sorted(order, key=lambda i: (arrivals[i], i))
+                break
         max_mem = max(gt.mem_mb for gt in cluster.gpu_types.values())
         seen: set[str] = set()
         out: list[JobState] = []
