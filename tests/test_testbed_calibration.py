@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ddlsched.perf.tcp_share import contended, own_slow_queues, tcp_rates
-from ddlsched.testbed.calibrate import fit, fit_ring_cost, fit_tcp, row_role
+from ddlsched.testbed.calibrate import fit, fit_ring_cost, fit_split, fit_tcp, row_role
 from ddlsched.testbed.executor import JobMeasurement, RunResult
 from ddlsched.testbed.fabric import scaled_cluster
 from ddlsched.testbed.predict import JobRun, predict
@@ -71,11 +71,12 @@ def test_fit_recovers_the_tcp_rule_from_the_calibration_suite():
     """Synthetic measurements made by the phase replay with γ = 1.2, κ = 0.6 and e = 0.96: fit() gets e from the
     lone rows and γ, κ from the shared ones; the calibrated tcp variants then use them."""
     runs = [(s, _measure(list(s.jobs), 1.2, 0.6, 0.96)) for s in CALIBRATION]
-    prof = fit(SC, runs, nic_mbit=100, scale=0.01)
+    prof = fit(SC, runs, nic_mbit=100, scale=0.01, split_grid=(0.0, 0.1))
     assert prof["common"]["efficiency"] == pytest.approx(0.96, rel=1e-6)
     assert prof["hop_latency_s"] == pytest.approx(0.0, abs=1e-9)
     assert prof["tcp"]["tcp_exponent"] == pytest.approx(1.2, abs=0.01)
     assert prof["tcp"]["tcp_own_queue"] == pytest.approx(0.6, abs=0.01)
+    assert prof["tcp"]["split_noise"] == 0.0  # the measurements were made without an uneven split
     assert prof["tcp"]["not_identified"] == [] and prof["tcp"]["fit_rmse_rel"] < 1e-3
     assert {r["role"] for r in prof["fit"]["rows"]} == {"bandwidth", "latency", "shared"}
     own = next(s for s in CALIBRATION if s.name == "cal-own")
@@ -146,8 +147,8 @@ def test_calibration_suite_repeats_the_tcp_rule_scenarios_under_names_of_their_o
     names = [s.name for s in suite]
     assert len(names) == len(set(names))
     assert names[:len(CALIBRATION)] == [s.name for s in CALIBRATION]  # the first run keeps its old name
-    assert names[len(CALIBRATION):] == ["cal-park.r2", "cal-own.r2", "cal-long.r2",
-                                        "cal-park.r3", "cal-own.r3", "cal-long.r3"]  # interleaved
+    assert names[len(CALIBRATION):] == ["cal-park.r2", "cal-own.r2", "cal-long.r2", "cal-sync.r2",
+                                        "cal-park.r3", "cal-own.r3", "cal-long.r3", "cal-sync.r3"]  # interleaved
     by = {s.name: s for s in suite}
     for n in TCP_RULE_SCENARIOS:
         assert by[repeat_name(n, 3)].jobs == by[n].jobs
@@ -187,11 +188,12 @@ def test_fit_tcp_pools_the_repeats_and_fits_each_alone():
     per job and repeat, and cal-share2 (run once) enters every per-repeat fit."""
     executed, names = _shared_runs([0.75, 1.0, 1.25])
     out = fit_tcp(SC, executed, 0.96, names=names, grid=GRID)
-    assert out["repeats"] == {"cal-share2": 1, "cal-park": 3, "cal-own": 3, "cal-long": 3}
+    assert out["repeats"] == {"cal-share2": 1, "cal-park": 3, "cal-own": 3, "cal-long": 3, "cal-sync": 3}
     assert out["rows"] == 2 * len(executed) and out["aggregate"] == "mean"
     assert [r["tcp_exponent"] for r in out["per_repeat"]] == [pytest.approx(g, abs=0.01) for g in (0.75, 1.0, 1.25)]
     assert all(r["fit_rmse_rel"] < 1e-3 for r in out["per_repeat"])  # (at γ = 0.75, κ ≤ 0.6 changes nothing)
-    assert out["per_repeat"][1]["scenarios"] == ["cal-share2", "cal-park.r2", "cal-own.r2", "cal-long.r2"]
+    assert out["per_repeat"][1]["scenarios"] == ["cal-share2", "cal-park.r2", "cal-own.r2", "cal-long.r2",
+                                                 "cal-sync.r2"]
     assert 0.8 < out["tcp_exponent"] < 1.2 and out["fit_rmse_rel"] > 0.01
     assert len(out["measured"]["cal-park/a"]) == 3 and len(out["measured"]["cal-share2/a"]) == 1
     # without names every scenario is its own: no repeats reported, the same loss as before repeats existed
@@ -220,7 +222,7 @@ def test_fit_uses_every_repeat_and_saved_repeats_reload(tmp_path):
 
     suite = calibration_suite(2)
     runs = [(s, _measure(list(s.jobs), 1.2 if repeat_index(s.name) == 1 else 0.8, 0.6, 0.96)) for s in suite]
-    prof = fit(SC, runs, nic_mbit=100, scale=0.01)
+    prof = fit(SC, runs, nic_mbit=100, scale=0.01, split_grid=(0.0,))
     assert prof["tcp"]["repeats"]["cal-park"] == 2
     assert [r["tcp_exponent"] for r in prof["tcp"]["per_repeat"]] == [pytest.approx(1.2, abs=0.01),
                                                                       pytest.approx(0.8, abs=0.01)]
@@ -229,7 +231,26 @@ def test_fit_uses_every_repeat_and_saved_repeats_reload(tmp_path):
         (tmp_path / s.name).mkdir()
         (tmp_path / s.name / "run.json").write_text(json.dumps(res.as_json()))
     assert [r.scenario.name for r in load_calibration_runs(tmp_path)] == [s.name for s in suite]
-    for name in ("cal-park.r2", "cal-own.r2", "cal-long.r2", "cal-own"):
+    for name in ("cal-park.r2", "cal-own.r2", "cal-long.r2", "cal-sync.r2", "cal-own"):
         (tmp_path / name / "run.json").unlink()
     assert [r.scenario.name for r in load_calibration_runs(tmp_path)] == [
         s.name for s in CALIBRATION if s.name != "cal-own"]
+
+
+def test_fit_split_recovers_the_uneven_split_after_the_tcp_rule():
+    """Shared calibration scenarios measured by the replay with an uneven split σ = 0.15 (and γ = 1.2, κ = 0.6):
+    fit_split, given γ and κ, finds σ = 0.15 on its grid with no error left; at σ = 0 the error is clearly larger
+    (cal-sync's two rings in phase are what σ moves most)."""
+    tcp = {"tcp_exponent": 1.2, "tcp_own_queue": 0.6}
+    executed, names = [], []
+    for s in calibration_suite(1):
+        if len(s.jobs) < 2:
+            continue
+        p = predict(SC, list(s.jobs), "phased", {"common": {"efficiency": 0.96}},
+                    extra={"exact": True, "fairness": "tcp", "split_noise": 0.15, **tcp})
+        executed.append((list(s.jobs), {j: v.comm_s for j, v in p.items()}))
+        names.append(s.name)
+    assert "cal-sync" in names
+    out = fit_split(SC, executed, 0.96, tcp, names=names)
+    assert out["split_noise"] == pytest.approx(0.15)
+    assert out["split_rmse_rel"] < 1e-9 and out["split_zero_rmse_rel"] > 0.02

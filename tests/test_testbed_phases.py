@@ -150,3 +150,39 @@ def test_plot_comm_writes_a_png(tmp_path):
             for s in ("x", "y") for j in ("a", "b")]
     out = plot_comm({"jobs": jobs, "testbed": {"spec": "tb32"}}, tmp_path / "p.png")
     assert out.stat().st_size > 10_000 and out.read_bytes()[:4] == b"\x89PNG"
+
+
+# --- the uneven split (docs/physics.md §14) ------------------------------------------------------------------
+
+def test_split_noise_zero_is_the_plain_rule_and_a_lone_ring_ignores_it():
+    cl = rack()
+    for fairness in ("ring", "tcp"):
+        plain = replay_phases(cl, pair(0.0), fairness=fairness)
+        zero = replay_phases(cl, pair(0.0), fairness=fairness, split_noise=0.0)
+        assert {k: (p.comm_s, p.jct_s) for k, p in plain.items()} == {k: (p.comm_s, p.jct_s) for k, p in zero.items()}
+    alone = [pair(0.0)[0]]
+    noisy = replay_phases(cl, alone, fairness="tcp", split_noise=0.3)["a"]
+    assert noisy.comm_s == pytest.approx(M0, rel=1e-9)  # a weight scales nothing when nobody shares
+
+
+def test_split_noise_moves_two_aligned_equal_rings_apart_and_is_deterministic():
+    """Equal shares keep two equal rings that start together in phase (each communicates 2·m0 per iteration);
+    a random uneven split lets one finish first, start its compute first, and the two drift apart, so both
+    communicate less on average — never less than alone. The same inputs give the same mean."""
+    cl = rack()
+    fair = replay_phases(cl, pair(0.0), fairness="tcp")
+    assert fair["a"].comm_s == pytest.approx(2 * M0, rel=1e-6)
+    noisy = replay_phases(cl, pair(0.0), fairness="tcp", split_noise=0.2)
+    again = replay_phases(cl, pair(0.0), fairness="tcp", split_noise=0.2)
+    for k in "ab":
+        assert M0 < noisy[k].comm_s < 0.97 * fair[k].comm_s
+        assert noisy[k].comm_s == again[k].comm_s and noisy[k].jct_s == again[k].jct_s
+    stronger = replay_phases(cl, pair(0.0), fairness="tcp", split_noise=0.4)
+    assert stronger["a"].comm_s + stronger["b"].comm_s < noisy["a"].comm_s + noisy["b"].comm_s
+
+
+@pytest.mark.parametrize("bad", [{"split_noise": -0.1}, {"split_noise": float("nan")},
+                                 {"split_noise": 0.1, "split_draws": 0}, {"split_noise": 0.1, "split_draws": 1.5}])
+def test_split_noise_refuses_bad_parameters(bad):
+    with pytest.raises(ValueError, match="split_"):
+        replay_phases(rack(), pair(0.0), fairness="tcp", **bad)

@@ -111,7 +111,8 @@ def test_evaluate_reports_every_model_and_reuses_saved_runs(tmp_path):
     rows = {(e["model"], e["variant"]): e for e in report["summary"]}
     assert {m for m, _ in rows} == set(PERF_MODELS) | {"maxmin[fairness=flow]", "maxmin[fairness=flow-rtt]",
                                                         "maxmin[fairness=tcp]", "phased[exact]",
-                                                        "phased[exact,fairness=tcp]"}
+                                                        "phased[exact,fairness=tcp]",
+                                                        "phased[exact,fairness=tcp,split]"}
     assert rows[("maxmin", "raw")]["comm_median"] == pytest.approx(abs(1 / 1.1 - 1), rel=1e-6)
     # nic2 and uplink hold no ring held back elsewhere: per-flow sharing gives the per-ring rates
     assert rows[("maxmin[fairness=flow]", "raw")]["comm_median"] == pytest.approx(abs(1 / 1.1 - 1), rel=1e-6)

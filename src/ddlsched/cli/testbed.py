@@ -434,6 +434,9 @@ def _fmt_tcp(cal: dict[str, Any]) -> str:
                 + " / ".join(f"{r['tcp_own_queue']:.3g}" for r in reps))
     if t.get("not_identified"):
         out += f"; not identified by the calibration rows, default kept: {', '.join(t['not_identified'])}"
+    if "split_noise" in t:
+        out += (f"; uneven split (`split`) σ = {t['split_noise']:.3g}, fitted after γ, κ on the same jobs (rms "
+                f"error {100 * t['split_rmse_rel']:.1f} %, {100 * t['split_zero_rmse_rel']:.1f} % at σ = 0)")
     return out
 
 

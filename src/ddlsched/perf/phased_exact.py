@@ -16,6 +16,7 @@ rates are constant, so the simulation is exact up to float rounding.
 from __future__ import annotations
 
 import math
+import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -81,12 +82,22 @@ class PhaseClock:
     the links by the TCP-biased rule (``ddlsched.perf.tcp_share``, docs/physics.md §12; ``tcp_own_queue`` its κ)
     instead of max-min."""
 
-    def __init__(self, cap: Sequence[float], tcp_exponent: float | None = None, tcp_own_queue: float = 0.0) -> None:
+    def __init__(self, cap: Sequence[float], tcp_exponent: float | None = None, tcp_own_queue: float = 0.0,
+                 split_noise: float = 0.0, rng: random.Random | None = None) -> None:
         if tcp_exponent is not None:
             check_params(tcp_exponent, tcp_own_queue)
+        if not (math.isfinite(split_noise) and split_noise >= 0):
+            raise ValueError(f"split_noise must be a finite number >= 0, not {split_noise!r}")
+        if split_noise and rng is None:
+            raise ValueError("split_noise > 0 needs a seeded rng")
         self.cap = cap
         self.tcp_exponent = tcp_exponent
         self.tcp_own_queue = tcp_own_queue
+        # the uneven split (docs/physics.md §14): each communication phase of each job draws a weight exp(σ·z),
+        # z standard normal, that multiplies its share for that phase; σ = 0 leaves the rule exactly as it is
+        self.split_noise = split_noise
+        self.rng = rng
+        self.bias: dict[str, float] = {}
         self.jobs: dict[str, PhasedJob] = {}
         self.phase: dict[str, int] = {}  # 0 = compute only, 1 = communicating
         self.t_left: dict[str, float] = {}
@@ -103,18 +114,22 @@ class PhaseClock:
     def remove(self, k: str) -> None:
         for d in (self.jobs, self.phase, self.t_left, self.bytes_left, self.lat_left, self.hide_left):
             del d[k]
+        self.bias.pop(k, None)
 
     def step(self, limit: float = math.inf) -> tuple[float, list[str]]:
         """Advance to the next phase end, or by ``limit`` if that comes first; (time advanced, the jobs that
         completed an iteration). ``inf`` and nothing when no job has anything left to do within ``limit``."""
         sending = [self.jobs[k] for k in sorted(self.jobs) if self.phase[k] == 1 and self.bytes_left[k] > 0]
+        bias = self.bias if self.split_noise else None
         if not sending:
             rates: dict[str, float] = {}
         elif self.tcp_exponent is None:
-            rates = maxmin_rates(sending, self.cap)
+            rates = (maxmin_rates(sending, self.cap) if bias is None else
+                     weighted_fill({j.job_id: j.use for j in sending}, {j.job_id: bias[j.job_id] for j in sending},
+                                   self.cap))
         else:
             rates = tcp_rates({j.job_id: j.hops for j in sending if j.use}, self.cap, self.tcp_exponent,
-                              own_queue=self.tcp_own_queue)
+                              own_queue=self.tcp_own_queue, bias=bias)
         dt = limit
         for k in self.jobs:
             if self.phase[k] == 0:
@@ -137,6 +152,9 @@ class PhaseClock:
                 if self.t_left[k] <= _TINY:
                     self.phase[k] = 1
                     self.bytes_left[k], self.lat_left[k], self.hide_left[k] = j.bytes_per_hop, j.latency_s, j.hidden_s
+                    if self.split_noise:
+                        assert self.rng is not None
+                        self.bias[k] = math.exp(self.split_noise * self.rng.gauss(0.0, 1.0))
             else:
                 if self.bytes_left[k] > 0:
                     self.bytes_left[k] -= rates[k] * dt

@@ -170,11 +170,14 @@ def check_params(exponent: float, own_queue: float) -> None:
 def _settle(hops: Mapping[str, Sequence[tuple[int, ...]]], use: Mapping[str, Mapping[int, int]],
             cap: Sequence[float], weights: dict[str, float], rates: dict[str, float], exponent: float,
             max_rounds: int, own: Mapping[str, Sequence[int]] | None,
-            own_queue: float) -> tuple[dict[str, float], dict[str, float]]:
-    """Iterate weights ← ``ring_weights`` (contended queues under the current rates, plus κ · ``own``) and
-    rates ← ``weighted_fill`` until the weights stop changing, at most ``max_rounds`` times; (weights, rates)."""
+            own_queue: float, bias: Mapping[str, float] | None = None) -> tuple[dict[str, float], dict[str, float]]:
+    """Iterate weights ← ``ring_weights`` (contended queues under the current rates, plus κ · ``own``; times
+    ``bias``) and rates ← ``weighted_fill`` until the weights stop changing, at most ``max_rounds`` times;
+    (weights, rates)."""
     for _ in range(max_rounds):
         new = ring_weights(hops, contended(hops, rates, cap), exponent, own, own_queue)
+        if bias is not None:
+            new = {j: w * bias[j] for j, w in new.items()}
         if new == weights:
             break
         weights = new
@@ -184,17 +187,18 @@ def _settle(hops: Mapping[str, Sequence[tuple[int, ...]]], use: Mapping[str, Map
 
 def tcp_rates(hops: Mapping[str, Sequence[tuple[int, ...]]], cap: Sequence[float],
               exponent: float = DEFAULT_EXPONENT, max_rounds: int = MAX_ROUNDS,
-              own_queue: float = DEFAULT_OWN_QUEUE) -> dict[str, float]:
+              own_queue: float = DEFAULT_OWN_QUEUE, bias: Mapping[str, float] | None = None) -> dict[str, float]:
     """Per-hop rates (bytes/s) of the rings ``hops`` (ring → path of each hop) under the contended-queue weights
     (``own_queue`` = κ, the weight of an own slow queue). Two stages: the fixed point over contended queues
     alone; then, if κ > 0 and a ring fills one of its own slow links there, the fixed point continued with those
-    queues counted (decided once, so the κ term cannot oscillate)."""
+    queues counted (decided once, so the κ term cannot oscillate). ``bias`` multiplies each ring's weight
+    throughout (the uneven split of docs/physics.md §14; None: 1 for every ring)."""
     use = {j: Counter(lid for hop in hs for lid in hop) for j, hs in hops.items()}
-    weights = {j: 1.0 for j in hops}
+    weights = {j: 1.0 for j in hops} if bias is None else {j: bias[j] for j in hops}
     weights, rates = _settle(hops, use, cap, weights, weighted_fill(use, weights, cap), exponent, max_rounds,
-                             None, 0.0)
+                             None, 0.0, bias)
     if own_queue:
         own = own_slow_queues(hops, cap, rates)
         if any(any(n) for n in own.values()):
-            weights, rates = _settle(hops, use, cap, weights, rates, exponent, max_rounds, own, own_queue)
+            weights, rates = _settle(hops, use, cap, weights, rates, exponent, max_rounds, own, own_queue, bias)
     return rates

@@ -70,6 +70,7 @@ LATENCY_BOUND_SHARE = 0.02
 # repeats' squared errors averaged; "median" — per job, the median over its repeats of the relative error
 TCP_AGGREGATES = ("mean", "median")
 TCP_AGGREGATE = "mean"
+SPLIT_GRID: tuple[float, ...] = tuple(round(0.025 * k, 3) for k in range(17))  # σ = 0, 0.025, …, 0.4
 
 
 def row_role(x_bw: float, x_lat: float, jobs_in_scenario: int) -> str:
@@ -112,10 +113,10 @@ def fit_ring_cost(rows: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
 
 
 def fit(cluster: Cluster, runs: Sequence[tuple[Scenario, RunResult]], *, nic_mbit: float,
-        scale: float, tcp_aggregate: str = TCP_AGGREGATE) -> dict[str, Any]:
-    """Fit e, α (ring cost), γ, κ (TCP rule), β, η, … from calibration runs on the (scaled, α = 0) ``cluster``;
-    repeated scenarios (``scenarios.calibration_suite``) all enter the fits, their repeats combined in the TCP
-    rule's loss as ``tcp_aggregate`` says (:func:`fit_tcp`)."""
+        scale: float, tcp_aggregate: str = TCP_AGGREGATE, split_grid: Sequence[float] = SPLIT_GRID) -> dict[str, Any]:
+    """Fit e, α (ring cost), γ, κ (TCP rule), σ (uneven split, on ``split_grid``), β, η, … from calibration runs on
+    the (scaled, α = 0) ``cluster``; repeated scenarios (``scenarios.calibration_suite``) all enter the fits, their
+    repeats combined in the TCP rule's loss as ``tcp_aggregate`` says (:func:`fit_tcp`)."""
     base = replace(cluster, hop_latency_s=0.0)
     rows: list[dict[str, Any]] = []
     for sc, res in runs:
@@ -145,8 +146,8 @@ def fit(cluster: Cluster, runs: Sequence[tuple[Scenario, RunResult]], *, nic_mbi
         "hop_latency_s": alpha,
         "common": {"efficiency": eff},
         "models": models,
-        "tcp": fit_tcp(cal_cluster, [e for e, _ in shared], eff, names=[n for _, n in shared],
-                       aggregate=tcp_aggregate),
+        "tcp": _with_split(fit_tcp(cal_cluster, [e for e, _ in shared], eff, names=[n for _, n in shared],
+                                   aggregate=tcp_aggregate), cal_cluster, shared, eff, split_grid),
         "fit": {"rule": f"e from bandwidth-bound lone rows, α from latency-bound lone rows (2(n−1) × "
                         f"{1e3 * SHAPER_BUCKET_S:g} ms ≥ {100 * LATENCY_BOUND_SHARE:g} % of the line-rate time), "
                         "γ and κ from shared rows",
@@ -314,6 +315,43 @@ def fit_tcp(cluster: Cluster, executed: Sequence[tuple[Sequence[JobRun], Mapping
             out["per_repeat"].append({"repeat": k, **xk, "fit_rmse_rel": lk(xk) ** 0.5,
                                       "scenarios": [names[i] for i in idx]})
     return out
+
+
+
+
+def fit_split(cluster: Cluster, executed: Sequence[tuple[Sequence[JobRun], Mapping[str, float]]],
+              efficiency: float, tcp: Mapping[str, float], *, names: Sequence[str] | None = None,
+              grid: Sequence[float] = SPLIT_GRID) -> dict[str, Any]:
+    """The uneven split σ (docs/physics.md §14) fitted on the shared calibration scenarios ``executed``, after and
+    with the TCP rule's γ, κ (``tcp``): the σ of ``grid`` with the least mean squared relative communication
+    error of the ``phased[exact,fairness=tcp]`` replay with split noise, a job's repeats averaged as in
+    :func:`fit_tcp` (mean of the squares). Returns ``split_noise``, its rms error and the rms error at σ = 0."""
+    names = list(names) if names is not None else [f"s{i}" for i in range(len(executed))]
+    if not executed:
+        return {"split_noise": 0.0, "split_rmse_rel": math.nan, "split_zero_rmse_rel": math.nan}
+
+    def loss(sigma: float) -> float:
+        errs: dict[tuple[str, str], list[float]] = {}
+        for (jobs, meas), name in zip(executed, names, strict=True):
+            pred = predict(cluster, jobs, "phased", {"common": {"efficiency": efficiency}},
+                           extra={"exact": True, "fairness": "tcp", "split_noise": sigma,
+                                  **{k: tcp[k] for k in TCP_FREE}})
+            for j, m in meas.items():
+                errs.setdefault((base_name(name), j), []).append(pred[j].comm_s / m - 1)
+        return float(np.mean([np.mean(np.square(e)) for e in errs.values()]))
+
+    losses = {sigma: loss(sigma) for sigma in grid}
+    best = min(grid, key=lambda sigma: (losses[sigma], sigma))  # ties: the smaller σ
+    return {"split_noise": best, "split_rmse_rel": losses[best] ** 0.5,
+            "split_zero_rmse_rel": losses[grid[0]] ** 0.5 if grid[0] == 0 else loss(0.0) ** 0.5,
+            "split_grid": {str(k): v ** 0.5 for k, v in losses.items()}}
+
+
+def _with_split(tcp: dict[str, Any], cluster: Cluster, shared: Sequence[tuple[tuple[Sequence[JobRun],
+                Mapping[str, float]], str]], efficiency: float, grid: Sequence[float]) -> dict[str, Any]:
+    """``tcp`` (γ, κ fitted) with the uneven split σ fitted after it (:func:`fit_split`)."""
+    return {**tcp, **fit_split(cluster, [e for e, _ in shared], efficiency, tcp, names=[n for _, n in shared],
+                               grid=grid)}
 
 
 def _fit_tcp_params(loss: Callable[[Mapping[str, float]], float], grid: int = TCP_GRID

@@ -128,11 +128,16 @@ def predict(cluster: Cluster, jobs: Sequence[JobRun], model_name: str, calibrati
     """Predictions of model ``model_name`` (with calibrated parameters if given, and ``extra`` ones such as
     ``fairness``; with ``fairness="tcp"`` the profile's fitted ``tcp`` γ, κ) on the scaled ``cluster``.
     ``extra={"exact": True}`` with ``phased`` replays every phase of every iteration instead of the fluid model
-    (:func:`ddlsched.testbed.phase_replay.replay_phases`)."""
+    (:func:`ddlsched.testbed.phase_replay.replay_phases`); ``"split": True`` adds the profile's fitted uneven
+    split σ (``tcp.split_noise``; 0 without a calibration)."""
     params = {**model_params(model_name, calibration), **(extra or {})}
     if params.get("fairness") == "tcp" and calibration and "tcp" in calibration:
         # the calibrated TCP rule (γ, κ), unless ``extra`` sets them
         params = {**{k: calibration["tcp"][k] for k in TCP_KEYS if k in calibration["tcp"]}, **params}
+    if params.pop("split", False):
+        # the calibrated uneven split σ (docs/physics.md §14), unless ``extra`` sets it; uncalibrated: none
+        tcp = (calibration or {}).get("tcp", {})
+        params.setdefault("split_noise", tcp.get("split_noise", 0.0))
     if params.pop("exact", False):
         if model_name != "phased":
             raise ValueError(f"exact replay exists for the phased model only, not {model_name!r}")

@@ -128,6 +128,14 @@ CALIBRATION: tuple[Scenario, ...] = (
              "per server): the 2-ring's hop 2→1 crosses two contended queues, the long ring's hops one, its hop "
              "3→0 none: pins γ", (
                  J("a", ring([1, 2], 0), 4, 5), J("b", ring([0, 1, 2, 3], 1) + ring([0, 1, 2, 3], 2), 6, 4))),
+    # added 2026-11-26 for the uneven split σ (docs/physics.md §14; docs/validation.md "Pooled over runs 13–15"):
+    # two equal rings with compute ≈ communication, in phase — the shape whose drift the model had no parameter
+    # for. Other servers, ring size and gradient than the validation phase pairs (2-rings on servers 4, 5; 6 MB →
+    # all-reduce alone 0.48 s, as the pairs' 4-rings on servers 0–3)
+    Scenario("cal-sync", "two equal 2-rings on servers 4, 5, compute ≈ communication (480 ms), in phase: "
+             "pins the uneven split σ", (
+                 J("a", ring([4, 5], 2), 6, 5, compute_ms=PHASE_M0_MS),
+                 J("b", ring([4, 5], 3), 6, 5, compute_ms=PHASE_M0_MS))),
 )
 
 
@@ -135,7 +143,7 @@ CALIBRATION: tuple[Scenario, ...] = (
 # repeat (docs/validation.md, "Calibration"): γ fitted on one run ranged 0.75 … 1.24 over 7 runs, the noise of a
 # 5-iteration mean (cal-park's 2-ring: iterations 0.3 … 1.8 s within a run); pooling 4 runs narrowed it to
 # 1.07 … 1.11 (benchmarks/tcp_cal_spread.py), for ≈ 50 s more testbed time.
-TCP_RULE_SCENARIOS: tuple[str, ...] = ("cal-park", "cal-own", "cal-long")
+TCP_RULE_SCENARIOS: tuple[str, ...] = ("cal-park", "cal-own", "cal-long", "cal-sync")
 CAL_REPEATS = 4
 REPEAT_SEP = ".r"
 

@@ -193,6 +193,8 @@ EXTRA_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "maxmin[fairness=flow-rtt]": ("maxmin", {"fairness": "flow-rtt"}),
     "maxmin[fairness=tcp]": ("maxmin", {"fairness": "tcp"}),
     "phased[exact,fairness=tcp]": ("phased", {"exact": True, "fairness": "tcp"}),
+    # the same with TCP's uneven split as calibrated noise on the shares (docs/physics.md §14)
+    "phased[exact,fairness=tcp,split]": ("phased", {"exact": True, "fairness": "tcp", "split": True}),
 }
 
 
