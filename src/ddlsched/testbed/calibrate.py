@@ -150,7 +150,7 @@ def fit(cluster: Cluster, runs: Sequence[tuple[Scenario, RunResult]], *, nic_mbi
                                    aggregate=tcp_aggregate), cal_cluster, shared, eff, split_grid),
         "fit": {"rule": f"e from bandwidth-bound lone rows, α from latency-bound lone rows (2(n−1) × "
                         f"{1e3 * SHAPER_BUCKET_S:g} ms ≥ {100 * LATENCY_BOUND_SHARE:g} % of the line-rate time), "
-                        "γ and κ from shared rows",
+                        "γ and κ, then σ, from shared rows",
                 "rows": rows, "median_rel_err": float(np.median(used)), "max_rel_err": float(np.max(used))},
     }
 
