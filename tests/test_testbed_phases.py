@@ -186,3 +186,17 @@ def test_split_noise_moves_two_aligned_equal_rings_apart_and_is_deterministic():
 def test_split_noise_refuses_bad_parameters(bad):
     with pytest.raises(ValueError, match="split_"):
         replay_phases(rack(), pair(0.0), fairness="tcp", **bad)
+
+
+def test_the_split_variant_takes_sigma_from_the_calibration_and_none_without():
+    cl = rack()
+    cal = {"common": {"efficiency": 0.96}, "tcp": {"tcp_exponent": 1.2, "tcp_own_queue": 0.5, "split_noise": 0.2}}
+    ex = {"exact": True, "fairness": "tcp"}
+
+    def comm(calibration, extra):
+        return {k: p.comm_s for k, p in predict(cl, pair(0.0), "phased", calibration, extra=extra).items()}
+
+    assert comm(cal, {**ex, "split": True}) == comm(cal, {**ex, "split_noise": 0.2})
+    assert comm(cal, {**ex, "split": True}) != comm(cal, ex)
+    bare = {"common": {"efficiency": 0.96}}  # no fitted TCP rule: no σ either
+    assert comm(bare, {**ex, "split": True}) == comm(bare, ex)
