@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ddlsched.cluster.topology import Cluster, GPUType, ServerSpec
-from ddlsched.engine.result import SimResult
+from ddlsched.engine.result import Records, SimResult
 from ddlsched.errors import ConfigError
 from ddlsched.policies.base import Policy
 from ddlsched.workload.jobspec import JobSpec
@@ -51,7 +51,7 @@ class Result:
     notes: list[str] = field(default_factory=list)
 
     @property
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> Records:
         return self.raw.records
 
     @property
@@ -67,7 +67,7 @@ class Result:
         return self.raw.unfinished
 
     def records_df(self) -> Any:
-        return _table(self.records)
+        return _table(list(self.records))
 
     def timeseries_df(self) -> Any:
         ts = self.timeseries

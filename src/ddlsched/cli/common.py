@@ -289,7 +289,8 @@ def run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, workl
 
     lo, hi = summary["window_start_s"], summary["window_end_s"]
     summary["_warnings"] = (queue_warnings(result.timeseries, lo, hi)
-                            + record_warnings([r for r in result.records if lo <= r["arrival_s"] <= hi]))
+                            + record_warnings(result.records.subset(
+                                [lo <= a <= hi for a in result.records.column("arrival_s")])))
     summary["_wall_s"] = result.wall_s
     summary["_events"] = result.events
     return summary

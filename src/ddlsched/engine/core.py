@@ -30,7 +30,7 @@ from ddlsched._mypyc import mypyc_attr
 from ddlsched.engine.decisions import WakeAt
 from ddlsched.engine.model import ExecutionModel
 from ddlsched.engine.records import job_record, rejected_row
-from ddlsched.engine.result import SimResult
+from ddlsched.engine.result import Records, SimResult
 from ddlsched.engine.state import JobState, JobStatus
 from ddlsched.errors import SimulationError
 from ddlsched.workload.jobspec import JobSpec
@@ -59,7 +59,7 @@ class Core:
         self.heap: list[tuple[float, int, int, str, int]] = []
         self._seq = 0
         self.events = 0
-        self.records: list[dict[str, Any]] = []
+        self.records: list[tuple[Any, ...]] = []  # one row per completed job (engine/result.py Records)
         self.rejected: list[dict[str, Any]] = []
         self.notes: list[str] = []
         self.audit_log: list[tuple[float, str, str, float]] = []
@@ -226,7 +226,8 @@ class Core:
         name, params = model.physics()
         mech = {**model.mechanisms(), **policy.mechanisms()}
         return SimResult(mechanisms=dict(sorted(mech.items())),
-                         records=self.records, rejected=self.rejected, unfinished=unfinished, timeseries=self.ts,
+                         records=Records(self.records), rejected=self.rejected, unfinished=unfinished,
+                         timeseries=self.ts,
                          cluster=self.cluster, policy=self._policy_name(), execution_model=model.name,
                          perf_model=name, perf_params=params, seed=model.settings.seed, events=self.events,
                          wall_s=wallclock.perf_counter() - t0, busy_gpu_s=self.busy_gpu_s, skipped=self.skipped,

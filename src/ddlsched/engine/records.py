@@ -22,8 +22,9 @@ def _noise_to_zero(x: float, tol: float) -> float:
     return 0.0 if -tol < x < tol else x
 
 
-def job_record(st: JobState, model: str, may_be_negative: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """The record of a finished job (columns and meanings: ``ddlsched.vocabulary.RECORD_FIELDS``), after checking
+def job_record(st: JobState, model: str, may_be_negative: frozenset[str] = frozenset()) -> tuple[Any, ...]:
+    """The record of a finished job as one tuple in ``RECORD_COLUMNS`` order (meanings:
+    ``ddlsched.vocabulary.RECORD_FIELDS``; read back as dicts through ``engine.result.Records``), after checking
     that its accounts close: queue, run and every cause ≥ 0 and run = ideal + Σ causes (within the tolerance; float
     noise inside it reads as exactly 0). Causes in ``may_be_negative`` (a non-physical mode) skip the ≥ 0 check."""
     spec = st.spec
@@ -50,15 +51,15 @@ def job_record(st: JobState, model: str, may_be_negative: frozenset[str] = froze
     if abs(run - explained) > tol:
         raise SimulationError(f"{model} model, job {spec.job_id}: run time {run} != ideal {ideal} + causes "
                               f"({explained - ideal}); accounts do not close")
-    return {
-        "job_id": spec.job_id, "model": spec.model, "num_gpus": spec.num_gpus, "user": spec.user or "",
-        "arrival_s": spec.arrival_s, "first_start_s": st.first_start, "finish_s": finish, "jct_s": jct,
-        "queue_s": queue if queue > tol or queue < -tol else (queue if queue >= 0 else 0.0), "run_s": run,
-        "ideal_run_s": ideal, "comm_s": st.comm_s, "comm_overhead_s": con + spr, "contention_s": con,
-        "spread_s": spr, "sharing_s": shr, "hetero_s": het, "switch_s": swi, "restart_s": rst,
-        "iterations": st.work, "preemptions": st.preemptions, "placements": st.placements,
-        "servers": st.max_servers, "racks": st.max_racks, "last_gpus": _gpu_text(st.last_gpus),
-    }
+    return (
+        spec.job_id, spec.model, spec.num_gpus, spec.user or "",
+        spec.arrival_s, st.first_start, finish, jct,
+        queue if queue > tol or queue < -tol else (queue if queue >= 0 else 0.0), run,
+        ideal, st.comm_s, con + spr, con,
+        spr, shr, het, swi, rst,
+        st.work, st.preemptions, st.placements,
+        st.max_servers, st.max_racks, _gpu_text(st.last_gpus),
+    )  # the order of RECORD_COLUMNS (tests/test_records.py checks it)
 
 
 _GPU_TEXT: dict[tuple[int, ...], str] = {}

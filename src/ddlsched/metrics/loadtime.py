@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from ddlsched.engine.result import Records
 from ddlsched.metrics.summary import busy_share
 
 BUCKETS_S = (3600.0, 86400.0, 7 * 86400.0, 28 * 86400.0)
@@ -33,16 +34,17 @@ def load_over_time(records: Sequence[dict[str, Any]], timeseries: dict[str, list
     """Rows of ``load.csv`` (empty without completed jobs)."""
     if not records:
         return []
-    first = min(r["arrival_s"] for r in records)
-    last = max(r["arrival_s"] for r in records)
+    recs = Records.of(records)
+    arrivals = recs.column("arrival_s")
+    first, last = min(arrivals), max(arrivals)
     b = bucket_s(last - first)
     n = int((last - first) // b) + 1
     jobs = [0] * n
     work = [0.0] * n
-    for r in records:
-        i = min(n - 1, int((r["arrival_s"] - first) // b))
+    for a, g, ideal in zip(arrivals, recs.column("num_gpus"), recs.column("ideal_run_s"), strict=True):
+        i = min(n - 1, int((a - first) // b))
         jobs[i] += 1
-        work[i] += r["num_gpus"] * r["ideal_run_s"]
+        work[i] += g * ideal
     rows = []
     for i in range(n):
         lo, hi = first + i * b, first + (i + 1) * b

@@ -5,10 +5,11 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ddlsched.engine.result import SimResult
+from ddlsched.engine.result import Records, SimResult
 from ddlsched.metrics.loadtime import load_over_time
 from ddlsched.metrics.summary import summarize
 from ddlsched.metrics.window import Window
@@ -24,12 +25,16 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps({k: _clean(v) for k, v in data.items()}, indent=2, sort_keys=True) + "\n")
 
 
-def write_records(path: Path, rows: list[dict[str, Any]]) -> None:
+def write_records(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Rows to ``path`` (CSV, or Parquet by suffix); engine records (:class:`Records`) go from their tuples."""
+    if isinstance(rows, Records) and rows.as_rows:
+        _write_tuples(path, rows)
+        return
     if path.suffix == ".parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        pq.write_table(pa.Table.from_pylist(rows), path)
+        pq.write_table(pa.Table.from_pylist(list(rows)), path)
         return
     with path.open("w", newline="") as f:
         if not rows:
@@ -40,6 +45,23 @@ def write_records(path: Path, rows: list[dict[str, Any]]) -> None:
         w.writerow(fields)
         w.writerows([repr(v) if isinstance(v, float) else v for v in map(r.__getitem__, fields)]
                     if r.keys() == keys else _dict_row(r, fields) for r in rows)
+
+
+def _write_tuples(path: Path, records: Records) -> None:
+    """The same file :func:`write_records` writes from the records as dicts, straight from their tuples."""
+    if path.suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table({c: records.column(c) for c in records.columns}) if len(records)
+                       else pa.Table.from_pylist([]), path)
+        return
+    with path.open("w", newline="") as f:
+        if not len(records):
+            return
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(records.columns)
+        w.writerows([repr(v) if isinstance(v, float) else v for v in row] for row in records.rows())
 
 
 def _dict_row(r: dict[str, Any], fields: list[str]) -> list[Any]:

@@ -5,13 +5,11 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from itertools import chain
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
-from ddlsched.engine.result import SimResult
+from ddlsched.engine.result import Records, SimResult
 from ddlsched.errors import InputError, SimulationError
 from ddlsched.metrics.window import Window
 from ddlsched.vocabulary import CAUSES, SUMMARY_FIELDS
@@ -36,9 +34,7 @@ def _work_and_arrivals(records: Sequence[dict[str, Any]]) -> tuple[np.ndarray, n
 
 def _columns(records: Sequence[dict[str, Any]], names: Sequence[str]) -> list[np.ndarray]:
     """The records' values under ``names`` as float columns (contiguous copies)."""
-    flat = np.fromiter(chain.from_iterable(map(itemgetter(*names), records)), dtype=float,
-                       count=len(records) * len(names))
-    return [c.copy() for c in flat.reshape(len(records), len(names)).T]
+    return Records.of(records).float_columns(names)
 
 
 def offered_load(records: Sequence[dict[str, Any]], num_gpus: int) -> float:
@@ -95,9 +91,10 @@ def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]
     """The summary.json dict of one run (deterministic: no wall-clock figures). Fails if a job is unaccounted.
     Per-job metrics are taken over the jobs that arrived inside ``window`` (``ddlsched.metrics.window``)."""
     window = window or Window()
-    all_recs = result.records
-    start, end = window.bounds([r["arrival_s"] for r in all_recs])
-    recs = all_recs if window.empty else [r for r in all_recs if start <= r["arrival_s"] <= end]
+    all_recs = Records.of(result.records)
+    all_arrivals = all_recs.column("arrival_s")
+    start, end = window.bounds(all_arrivals)
+    recs = all_recs if window.empty else all_recs.subset([start <= a <= end for a in all_arrivals])
     if all_recs and not recs:
         raise InputError(f"the measurement window [{start:g}, {end:g}] s holds no completed job "
                          "(shorten --warmup/--cooldown)", field="--warmup")
@@ -131,7 +128,7 @@ def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]
     if recs is all_recs:  # the makespan is the whole run's
         makespan = float(col["finish_s"].max()) - float(col["arrival_s"].min())
     else:
-        makespan = max(r["finish_s"] for r in all_recs) - min(r["arrival_s"] for r in all_recs)
+        makespan = max(all_recs.column("finish_s")) - min(all_arrivals)
     run = float(col["run_s"].sum())
 
     def share(key: str) -> float:

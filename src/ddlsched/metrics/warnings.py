@@ -12,6 +12,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ddlsched.engine.result import Records
+
 LOW_LOAD = 0.3  # offered load below this: the cluster is mostly idle, policies barely differ
 HIGH_LOAD = 1.2  # above this: more work arrives than the cluster can do, the queue grows without bound
 LOAD_SWING = 2.0  # max ÷ min quarter load above this: the window mixes a burst with a lull
@@ -79,8 +81,9 @@ def record_warnings(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """A makespan decided by one job (named)."""
     if len(records) < 2:
         return []
-    lo = min(_f(r["arrival_s"]) for r in records)
-    ends = sorted(((_f(r["finish_s"]), str(r["job_id"])) for r in records), reverse=True)
+    recs = Records.of(records)
+    lo = min(map(_f, recs.column("arrival_s")))
+    ends = sorted(zip(map(_f, recs.column("finish_s")), map(str, recs.column("job_id")), strict=True), reverse=True)
     makespan = ends[0][0] - lo
     gap = ends[0][0] - ends[1][0]
     if makespan > 0 and gap > LAST_JOB_SHARE * makespan:
