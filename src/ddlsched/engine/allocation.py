@@ -151,6 +151,15 @@ class FreeGPUs(FreeIndex):
             self._bucket[c] |= 1 << s
         self._num_free = cluster.num_gpus
         self._mem = GPUMemory(cluster)
+        self.changes = 0  # takes and releases so far: equal counts, the same free GPUs
+
+    def take(self, gpus: Iterable[int]) -> None:
+        FreeIndex.take(self, gpus)
+        self.changes += 1
+
+    def release(self, gpus: Iterable[int]) -> None:
+        FreeIndex.release(self, gpus)
+        self.changes += 1
 
     def _sets(self, server: int) -> set[int]:
         return self._free[server]

@@ -86,6 +86,11 @@ class SchedulerView:
         """A fresh tentative copy of the free-GPU index to plan this pass with."""
         return self._m.free.overlay()
 
+    @property
+    def free_changes(self) -> int:
+        """How often the free GPUs have changed so far in the run: equal values, the same free GPUs."""
+        return self._m.free.changes
+
     def gpu_jobs(self, gpu: int) -> tuple[str, ...]:
         """Jobs resident on a GPU (more than one only under GPU sharing)."""
         return tuple(self._m.gpu_jobs[gpu])

@@ -37,9 +37,12 @@ class OrderedPolicy(Policy):
         self.backfill = backfill
         self.requirements = Requirements(preemptive=ordering.preemptive)
         self.name = name or f"{ordering.name}+{placement.name}"
+        # strict FIFO whose head found no place: (free-GPU changes, head) at that pass (see _non_preemptive)
+        self._blocked: tuple[int, str] | None = None
 
     def reset(self) -> None:
         self.ordering.reset()
+        self._blocked = None
 
     def may_preempt(self, job: JobView) -> bool:
         """Whether a running job may be chosen as a victim at all (subclasses restrict it)."""
@@ -51,10 +54,19 @@ class OrderedPolicy(Policy):
         return self._non_preemptive(view)
 
     def _non_preemptive(self, view: SchedulerView) -> list[Decision]:
+        order = self.ordering
+        fifo = order.name == "fifo"
+        # Strict FIFO stops at a head that finds no place. Until the free GPUs change or another job heads the
+        # queue (arrivals join at the back), asking again gives the same answer — if the placement answers from
+        # the job and the free GPUs alone — so the pass is skipped: the same decisions, none of the work.
+        memo = fifo and not self.backfill and self.placement.free_only
+        if memo and self._blocked is not None:
+            pending = view.pending
+            if pending and self._blocked == (view.free_changes, pending[0].job_id):
+                return []
         alloc = view.allocation()
         out: list[Decision] = []
-        order = self.ordering
-        if order.name == "fifo":
+        if fifo:
             queue: Sequence[JobView] = view.pending  # the engine keeps the queue in arrival order
         elif order.static:
             queue = view.pending_sorted(order.key)  # engine-maintained index: no sort per pass
@@ -68,6 +80,8 @@ class OrderedPolicy(Policy):
             if gpus is None:
                 if self.backfill:
                     continue
+                if memo and not out:
+                    self._blocked = (view.free_changes, job.job_id)
                 break
             alloc.take(gpus)
             out.append(Start(job.job_id, tuple(gpus)))

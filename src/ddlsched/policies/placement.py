@@ -32,6 +32,10 @@ from ddlsched.policies.locality import best_level, tightest
 class PlacementStrategy(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
+    free_only: ClassVar[bool] = False
+    """Whether :meth:`place` answers from the job and the free GPUs alone (no random draw, no other state), so
+    the same job on the same free GPUs gets the same answer; a pass may then skip asking again
+    (``OrderedPolicy``, docs/policies/baselines.md "What a pass costs")."""
 
     @abstractmethod
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None: ...
@@ -40,6 +44,7 @@ class PlacementStrategy(ABC):
 @mypyc_attr(allow_interpreted_subclasses=True)
 class FirstFit(PlacementStrategy):
     name = "first_fit"
+    free_only = True
     description = "lowest-numbered free GPUs"
 
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
@@ -84,6 +89,7 @@ def fewest_servers(alloc: FreeIndex, n: int, view: SchedulerView) -> list[int] |
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Consolidated(PlacementStrategy):
     name = "consolidated"
+    free_only = True
     description = ("strict: one server if the job fits in one (best fit), else one rack if it fits in one (fewest "
                    "servers), else the fewest racks; waits until such a slot is free")
 
@@ -106,6 +112,7 @@ class Consolidated(PlacementStrategy):
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Pack(PlacementStrategy):
     name = "pack"
+    free_only = True
     description = ("consolidate when a slot is free, never wait: one server (best fit), else the fewest servers "
                    "in one rack, else the most-free servers anywhere")
 
@@ -132,6 +139,7 @@ class RandomPlacement(PlacementStrategy):
 @mypyc_attr(allow_interpreted_subclasses=True)
 class LeastLoaded(PlacementStrategy):
     name = "least_loaded"
+    free_only = True
     description = "emptiest servers first (worst fit)"
 
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
