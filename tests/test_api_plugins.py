@@ -83,3 +83,29 @@ def test_plugin_from_the_cli(tmp_path: Path) -> None:
                         "--trace", str(MURI), "--cluster", "rack256", "--out", str(tmp_path / "x")],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "--plugin" in r.stderr  # without the plug-in: a clear error, not a traceback
+
+
+def test_an_order_placement_policy_imports_no_named_policy() -> None:
+    """``ORDER+PLACEMENT`` is never a registered name, so building one loads no named policy's module."""
+    code = ("import sys; from ddlsched.policies import make_policy, canonical_name; "
+            "p = make_policy('fifo+consolidated'); assert canonical_name('sjf+pack') == 'sjf+pack'; "
+            "print(sorted(m for m in sys.modules if m.startswith('ddlsched.policies.') and "
+            "m.split('.')[-1] in ('hare', 'sjf_bco', 'ada_srsf', 'delay', 'sharing')))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_parameters_are_checked_with_or_without_a_shortcut() -> None:
+    from ddlsched.policies import make_policy
+    from ddlsched.policies.registry import validate_params
+
+    def needs(self: object, x: int, y: float = 1.0) -> None: ...
+
+    assert validate_params(needs, {"x": 2}, "f") == {"x": 2}
+    with pytest.raises(ConfigError, match="x"):
+        validate_params(needs, {}, "f")  # a required parameter is missing: no shortcut
+    assert make_policy("tiresias+pack").ordering.starvation_factor == 1.0  # defaults, no parameters given
+    with pytest.raises(ConfigError, match="unknown parameter 'nope'"):
+        make_policy("fifo+consolidated", {"nope": 1})
+    with pytest.raises(ConfigError, match="unknown policy"):
+        make_policy("nosuch+consolidated")
