@@ -65,6 +65,8 @@ class Window:
         """[start, end] in trace time for the given arrival times (any order)."""
         if not arrivals:
             return math.nan, math.nan
+        if not (self.warmup.jobs or self.cooldown.jobs):  # the ends are all it needs: no sort
+            return min(arrivals) + self.warmup.seconds, max(arrivals) - self.cooldown.seconds
         xs = sorted(arrivals)
         start = xs[0] + self.warmup.seconds
         if self.warmup.jobs:
