@@ -105,6 +105,8 @@ def test_parameters_are_checked_with_or_without_a_shortcut() -> None:
     with pytest.raises(ConfigError, match="x"):
         validate_params(needs, {}, "f")  # a required parameter is missing: no shortcut
     assert make_policy("tiresias+pack").ordering.starvation_factor == 1.0  # defaults, no parameters given
+    # an ordering's parameters are checked against its constructor's signature, which a compiled class would hide
+    assert make_policy("tiresias+consolidated", {"starvation_factor": 2.0}).ordering.starvation_factor == 2.0
     with pytest.raises(ConfigError, match="unknown parameter 'nope'"):
         make_policy("fifo+consolidated", {"nope": 1})
     with pytest.raises(ConfigError, match="unknown policy"):

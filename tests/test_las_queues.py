@@ -14,7 +14,7 @@ import pytest
 
 import ddlsched
 from ddlsched.policies import make_policy
-from ddlsched.policies.ordering import Ordering, Tiresias
+from ddlsched.policies.ordering import Ordering, Srtf, Tiresias
 
 PHILLY = Path(__file__).resolve().parents[1] / "data/traces/philly_pollux/philly.csv"
 
@@ -23,36 +23,35 @@ PHILLY = Path(__file__).resolve().parents[1] / "data/traces/philly_pollux/philly
                                                ("tiresias-700", "philly512"), ("tiresias+pack", "n8g8")])
 def test_queue_index_matches_a_full_rank_and_sort(name: str, cluster: str) -> None:
     policy = make_policy(name)
-    order = policy.ordering
-    assert isinstance(order, Tiresias)
-    walk, wake, victims = order.pending_ranked, order.next_change, order.victims
+    base = policy.ordering
+    assert isinstance(base, Tiresias)
     seen = {"passes": 0, "walked": 0, "wakes": 0, "victims": 0}
 
-    def checked_walk(view: Any) -> Any:
-        got = [(j.job_id, q) for j, q in walk(view)]  # the index first: it applies the promotions due now
-        want = [(j.job_id, q) for j, q in Ordering.pending_ranked(order, view)]
-        assert got == want, f"t={view.now}: the queue index walks a different order than a full sort"
-        seen["passes"] += 1
-        seen["walked"] += len(got)
-        return walk(view)
+    class Checked(Tiresias):  # the same ordering, every answer compared with a full rescan (an interpreted
+        # subclass: the compiled pass calls its methods, where an attribute set on the instance would be ignored)
+        def pending_ranked(self, view: Any) -> Any:
+            got = [(j.job_id, q) for j, q in super().pending_ranked(view)]  # the index first: it applies the
+            want = [(j.job_id, q) for j, q in Ordering.pending_ranked(self, view)]  # promotions due now
+            assert got == want, f"t={view.now}: the queue index walks a different order than a full sort"
+            seen["passes"] += 1
+            seen["walked"] += len(got)
+            return super().pending_ranked(view)
 
-    def checked_wake(view: Any) -> Any:
-        got = wake(view)
-        full = min((order._queue_until(j)[1] for j in (*view.running, *view.pending)), default=math.inf)
-        assert got == (None if full == math.inf else full)
-        seen["wakes"] += 1
-        return got
+        def next_change(self, view: Any) -> Any:
+            got = super().next_change(view)
+            full = min((self._queue_until(j)[1] for j in (*view.running, *view.pending)), default=math.inf)
+            assert got == (None if full == math.inf else full)
+            seen["wakes"] += 1
+            return got
 
-    def checked_victims(view: Any, may_preempt: Any) -> Any:
-        got = victims(view, may_preempt)
-        want = Ordering.victims(order, view, may_preempt)
-        assert [(j.job_id, q) for j, q in got] == [(j.job_id, q) for j, q in want]
-        seen["victims"] += len(got)
-        return got
+        def victims(self, view: Any, may_preempt: Any) -> Any:
+            got = super().victims(view, may_preempt)
+            want = Ordering.victims(self, view, may_preempt)
+            assert [(j.job_id, q) for j, q in got] == [(j.job_id, q) for j, q in want]
+            seen["victims"] += len(got)
+            return got
 
-    order.pending_ranked = checked_walk  # type: ignore[method-assign]
-    order.next_change = checked_wake  # type: ignore[method-assign]
-    order.victims = checked_victims  # type: ignore[method-assign]
+    order = policy.ordering = Checked(base.thresholds, base.service, base.starvation_factor)
     r = ddlsched.simulate(PHILLY, cluster, policy, max_jobs=1500, load_scale=4.0, timeseries=False)
     assert not r.unfinished and len(r.records) == 1500
     assert seen["passes"] > 1000 and seen["wakes"] > 100 and seen["walked"] > 5 * seen["passes"]
@@ -83,16 +82,16 @@ def test_queued_since_logs_every_entry_into_the_queue() -> None:
 @pytest.mark.parametrize("name", ["srtf+consolidated", "sjf-preempt"])
 def test_srtf_walks_the_engine_index_in_the_full_sort_order(name: str) -> None:
     policy = make_policy(name)
-    order = policy.ordering
-    walk = order.pending_ranked
+    assert isinstance(policy.ordering, Srtf)
     passes = [0]
 
-    def checked_walk(view: Any) -> Any:
-        got = [(j.job_id, c) for j, c in walk(view)]
-        assert got == [(j.job_id, c) for j, c in Ordering.pending_ranked(order, view)]
-        passes[0] += 1
-        return walk(view)
+    class Checked(Srtf):
+        def pending_ranked(self, view: Any) -> Any:
+            got = [(j.job_id, c) for j, c in super().pending_ranked(view)]
+            assert got == [(j.job_id, c) for j, c in Ordering.pending_ranked(self, view)]
+            passes[0] += 1
+            return super().pending_ranked(view)
 
-    order.pending_ranked = checked_walk  # type: ignore[method-assign]
+    policy.ordering = Checked()
     r = ddlsched.simulate(PHILLY, "philly512", policy, max_jobs=800, load_scale=4.0, timeseries=False)
     assert not r.unfinished and passes[0] > 500 and r.raw.mechanisms["preemptions"] > 50

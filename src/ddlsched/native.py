@@ -44,6 +44,7 @@ MODULES: tuple[str, ...] = (
     "ddlsched.policies.placement",
     "ddlsched.policies.locality",
     "ddlsched.policies.baselines",
+    "ddlsched.policies.las_queues",
 )
 PURE_ENV = "DDLSCHED_PURE"
 

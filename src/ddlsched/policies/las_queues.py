@@ -25,6 +25,7 @@ import heapq
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from ddlsched._mypyc import mypyc_attr
 from ddlsched.engine.jobview import JobView
 from ddlsched.engine.pending import PendingQueue
 from ddlsched.engine.state import JobStatus
@@ -36,6 +37,7 @@ INF = float("inf")
 Classify = Callable[[JobView], tuple[int, float]]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class _ByClass:
     """Jobs of one status in one bucket per queue (arrival order inside) and a heap of their "until" times.
 
@@ -93,6 +95,7 @@ class _ByClass:
         return INF
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class QueuedByClass(_ByClass):
     """The queued jobs by queue."""
 
@@ -124,6 +127,7 @@ class QueuedByClass(_ByClass):
                     yield job, q
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class RunningByClass(_ByClass):
     """The running jobs by queue; synced only when the pass needs every running job's queue."""
 
