@@ -39,6 +39,14 @@ class OrderedPolicy(Policy):
         self.name = name or f"{ordering.name}+{placement.name}"
         # strict FIFO whose head found no place: (free-GPU changes, head) at that pass (see _non_preemptive)
         self._blocked: tuple[int, str] | None = None
+        self._free_only_of: tuple[type, bool] | None = None  # (placement class, answers_from_free_gpus)
+
+    def _free_only(self) -> bool:
+        known = self._free_only_of
+        kind = type(self.placement)
+        if known is None or known[0] is not kind:
+            known = self._free_only_of = (kind, answers_from_free_gpus(self.placement))
+        return known[1]
 
     def reset(self) -> None:
         self.ordering.reset()
@@ -59,7 +67,7 @@ class OrderedPolicy(Policy):
         # Strict FIFO stops at a head that finds no place. Until the free GPUs change or another job heads the
         # queue (arrivals join at the back), asking again gives the same answer — if the placement answers from
         # the job and the free GPUs alone — so the pass is skipped: the same decisions, none of the work.
-        memo = fifo and not self.backfill and self.placement.free_only
+        memo = fifo and not self.backfill and self._free_only()
         if memo and self._blocked is not None:
             pending = view.pending
             if pending and self._blocked == (view.free_changes, pending[0].job_id):
@@ -142,6 +150,16 @@ class OrderedPolicy(Policy):
         for job in started:
             order.left_queue(job)
         return out
+
+
+def answers_from_free_gpus(placement: PlacementStrategy) -> bool:
+    """Whether ``placement`` declares ``free_only`` in the class that defines its ``place`` (a subclass that
+    overrides ``place`` without declaring it again is not trusted with its parent's declaration)."""
+    for klass in type(placement).__mro__:
+        own = vars(klass)
+        if "place" in own:
+            return bool(own.get("free_only", False))
+    return False
 
 
 def _end_of_worse(victims: Sequence[tuple[JobView, Any]], lo: int, job_class: Any) -> int:
