@@ -108,3 +108,20 @@ def _digest(tmp: Path, name: str, args: list[str], pure: bool) -> str:
 def test_compiled_and_pure_give_the_same_bytes(tmp_path: Path, name: str) -> None:
     _require_build()
     assert _digest(tmp_path, name, CELLS[name], pure=False) == _digest(tmp_path, name, CELLS[name], pure=True)
+
+
+def test_a_compiled_class_shows_its_source_signature() -> None:
+    """``--policy-param`` is checked against the constructor's signature, which a compiled class hides: the
+    registry reads it from the class's source twin (``native.source_class``), in either build the same."""
+    import inspect
+
+    from ddlsched.policies.ordering import Tiresias
+    from ddlsched.policies.registry import validate_params
+
+    twin = native.source_class(Tiresias)
+    params = inspect.signature(twin.__init__).parameters
+    assert list(params)[1:] == ["thresholds", "service", "starvation_factor"]
+    assert params["starvation_factor"].default == 1.0
+    assert (twin is Tiresias) == (native.status()["mode"] == "pure")
+    assert validate_params(twin.__init__, {"thresholds": [10, 20]}, "t") == {"thresholds": [10.0, 20.0]}
+    assert native.source_class(native.__class__) is native.__class__  # not a compiled module's class: itself

@@ -45,6 +45,7 @@ MODULES: tuple[str, ...] = (
     "ddlsched.policies.locality",
     "ddlsched.policies.baselines",
     "ddlsched.policies.las_queues",
+    "ddlsched.policies.ordering",
 )
 PURE_ENV = "DDLSCHED_PURE"
 
@@ -109,6 +110,33 @@ def install() -> None:
             sys.meta_path.insert(0, _SourceFirst())
         if not os.environ.get(PURE_ENV):
             print(f"ddlsched: running pure Python: {why}", file=sys.stderr)
+
+
+_SOURCE_TWINS: dict[str, ModuleType] = {}
+
+
+def source_class(cls: type) -> type:
+    """``cls``, or — when it runs compiled — the same class from its module's source, loaded once under a private
+    name. A compiled class shows ``inspect`` only ``(self, *args, **kwargs)``; its source twin shows the
+    parameters, types and defaults the constructor was written with (what ``--policy-param`` is checked against,
+    ``policies/registry.py``). Only for reading signatures: the twin is never run."""
+    module = cls.__module__
+    loaded = sys.modules.get(module)
+    if module not in MODULES or loaded is None or str(getattr(loaded, "__file__", "")).endswith(".py"):
+        return cls
+    twin = _SOURCE_TWINS.get(module)
+    if twin is None:
+        name = f"_ddlsched_source_twin.{module}"
+        src = source_path(module)
+        spec = importlib.util.spec_from_file_location(name, src,
+                                                      loader=importlib.machinery.SourceFileLoader(name, str(src)))
+        assert spec is not None and spec.loader is not None
+        twin = importlib.util.module_from_spec(spec)
+        sys.modules[name] = twin  # typing resolves the twin's annotations through it
+        spec.loader.exec_module(twin)
+        _SOURCE_TWINS[module] = twin
+    found = getattr(twin, cls.__qualname__, None)
+    return found if isinstance(found, type) else cls
 
 
 def status() -> dict[str, str]:

@@ -18,6 +18,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
+from ddlsched._mypyc import mypyc_attr
 from ddlsched.engine.jobview import JobView
 from ddlsched.engine.state import JobStatus
 from ddlsched.engine.view import SchedulerView
@@ -26,6 +27,7 @@ from ddlsched.policies.las_queues import QueuedByClass, RunningByClass
 _TOL = 1e-6  # seconds / GPU-seconds: absorbs float error at threshold and promotion times
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Ordering(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
@@ -67,6 +69,7 @@ class Ordering(ABC):
         """Forget per-run state."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Fifo(Ordering):
     name = "fifo"
     description = "first come, first served"
@@ -75,6 +78,7 @@ class Fifo(Ordering):
         return job.seq
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Sjf(Ordering):
     name = "sjf"
     description = "shortest job first by ideal run time (non-preemptive, clairvoyant)"
@@ -84,6 +88,7 @@ class Sjf(Ordering):
         return (job.ideal_run_s, job.seq)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Srtf(Ordering):
     name = "srtf"
     description = "shortest remaining time first (preemptive, clairvoyant)"
@@ -98,6 +103,7 @@ class Srtf(Ordering):
         return ((j, key(j)) for j in view.pending_sorted(key))
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Tiresias(Ordering):
     """Discretised 2D-LAS (Tiresias; docs/policies/gpu-sharing.md §5 gives the SJF-BSBF authors' settings).
 

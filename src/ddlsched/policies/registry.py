@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from pydantic import ConfigDict, ValidationError, create_model
 
 from ddlsched.errors import ConfigError
+from ddlsched.native import source_class
 from ddlsched.policies.base import Policy
 from ddlsched.policies.baselines import OrderedPolicy
 from ddlsched.policies.ordering import ORDERINGS
@@ -216,7 +217,7 @@ def parameters(name: str) -> dict[str, tuple[str, Any]]:
     if entry is None:
         return {}
     out = {}
-    for pname, p in inspect.signature(entry.cls.__init__).parameters.items():
+    for pname, p in inspect.signature(source_class(entry.cls).__init__).parameters.items():
         if pname != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             ann = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__",
                                                                             str(p.annotation))
@@ -237,7 +238,7 @@ def make_policy(name: str, params: dict[str, Any] | None = None) -> Policy:
         _load_builtins()
     entry = _NAMED.get(name)
     if entry is not None:
-        kwargs = validate_params(entry.cls.__init__, params, f"policy {name!r}")
+        kwargs = validate_params(source_class(entry.cls).__init__, params, f"policy {name!r}")
         try:
             return entry.cls(**kwargs)
         except (TypeError, ValueError) as e:
@@ -252,7 +253,7 @@ def make_policy(name: str, params: dict[str, Any] | None = None) -> Policy:
     if not isinstance(backfill, bool):
         raise ConfigError(f"policy {name!r}: backfill must be true or false", field="policy_param")
     order_cls = ORDERINGS[order_name]
-    kwargs = validate_params(order_cls.__init__, params, f"ordering {order_name!r}")
+    kwargs = validate_params(source_class(order_cls).__init__, params, f"ordering {order_name!r}")
     try:
         ordering = order_cls(**kwargs)
     except (TypeError, ValueError) as e:
