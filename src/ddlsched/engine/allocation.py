@@ -37,6 +37,7 @@ class FreeIndex:
     _count: list[int]
     _bucket: list[int]
     _num_free: int
+    changes: int = 0  # takes and releases so far (the live index's): equal counts, the same free GPUs
 
     def _sets(self, server: int) -> set[int]:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -121,6 +122,7 @@ class FreeIndex:
             bucket[old - 1] |= bit
             count[s] = old - 1
             self._num_free -= 1
+        self.changes += 1
 
     def release(self, gpus: Iterable[int]) -> None:
         gs, count, bucket = self.cluster.gpu_server, self._count, self._bucket
@@ -136,6 +138,7 @@ class FreeIndex:
             bucket[old + 1] |= bit
             count[s] = old + 1
             self._num_free += 1
+        self.changes += 1
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -151,15 +154,6 @@ class FreeGPUs(FreeIndex):
             self._bucket[c] |= 1 << s
         self._num_free = cluster.num_gpus
         self._mem = GPUMemory(cluster)
-        self.changes = 0  # takes and releases so far: equal counts, the same free GPUs
-
-    def take(self, gpus: Iterable[int]) -> None:
-        FreeIndex.take(self, gpus)
-        self.changes += 1
-
-    def release(self, gpus: Iterable[int]) -> None:
-        FreeIndex.release(self, gpus)
-        self.changes += 1
 
     def _sets(self, server: int) -> set[int]:
         return self._free[server]
