@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import functools
+import math
+import operator
 import statistics
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ddlsched.cli import cli
 from ddlsched.cluster.topology import Cluster, GPUType, ServerSpec
 from ddlsched.engine import SimConfig, run_simulation
 from ddlsched.errors import InputError
-from ddlsched.metrics.summary import busy_share, summarize
+from ddlsched.metrics.summary import busy_share, running_sum, summarize
 from ddlsched.metrics.window import Exclusion, Window
 from ddlsched.policies import make_policy
 from ddlsched.workload import JobSpec
@@ -44,6 +50,20 @@ def test_busy_share_integrates_the_step_series() -> None:
     ts = {"time_s": [0.0, 10.0, 30.0], "busy_gpus": [4, 2, 0]}
     # over [5, 25]: 4 GPUs for 5 s + 2 GPUs for 15 s = 50 GPU·s over 20 s × 8 GPUs
     assert busy_share(ts, 5.0, 25.0, 8) == pytest.approx(50 / 160)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(min_value=-1e12, max_value=1e12, allow_nan=False), max_size=60))
+def test_running_sum_adds_in_order(xs: list[float]) -> None:
+    """The summary's sums of a definition (offered load, busy share) add left to right, one at a time."""
+    assert running_sum(np.array(xs, dtype=float)) == functools.reduce(operator.add, xs, 0.0)
+
+
+def test_bounds_of_an_array_equal_those_of_its_list() -> None:
+    arrivals = [30.0, 10.0, 0.0, 40.0, 20.0]
+    for w in (Window(), Window.parse("15", "2jobs"), Window.parse("1jobs", "5")):
+        assert w.bounds(np.array(arrivals)) == w.bounds(arrivals)
+    assert all(math.isnan(x) for x in Window().bounds(np.zeros(0)))
 
 
 def test_warmup_and_cooldown_leave_jobs_out_of_the_metrics_only() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -15,8 +16,15 @@ from ddlsched.metrics.window import Window
 from ddlsched.vocabulary import CAUSES, SUMMARY_FIELDS
 
 
-def _pct(values: np.ndarray, q: float) -> float:
-    return float(np.percentile(values, q)) if values.size else math.nan
+def _pcts(values: np.ndarray, qs: Sequence[float]) -> list[float]:
+    """The ``qs`` percentiles of ``values`` (linear interpolation), one partition for all of them."""
+    return [float(x) for x in np.percentile(values, qs)] if values.size else [math.nan] * len(qs)
+
+
+def running_sum(values: np.ndarray) -> float:
+    """Σ values added one at a time in their order (not numpy's pairwise sum): the order a definition reads.
+    Equal, bit for bit, to Python 3.11's ``sum`` over the same floats, and the same on every Python version."""
+    return float(np.cumsum(values)[-1]) if values.size else 0.0
 
 
 def _work(gpus: np.ndarray, ideal_run_s: np.ndarray) -> np.ndarray:
@@ -46,7 +54,7 @@ def _offered(work: np.ndarray, arrivals: np.ndarray, num_gpus: int) -> float:
     if not work.size:
         return math.nan
     span = float(arrivals.max() - arrivals.min())
-    total = sum(work.tolist())  # in record order, as the definition reads
+    total = running_sum(work)  # in record order, as the definition reads
     return total / (num_gpus * span) if span > 0 else math.inf
 
 
@@ -58,12 +66,12 @@ def busy_share(ts: dict[str, list[float]], start: float, end: float, num_gpus: i
     first = max(0, bisect_right(times, start) - 1)  # the step that holds `start`
     last = bisect_left(times, end, lo=first)  # steps from here on begin at or after `end`
     n = last - first
-    t = np.array(times[first:last + 1], dtype=float)
+    t = np.fromiter(islice(times, first, last + 1), dtype=float, count=min(n + 1, len(times) - first))
     ends = np.append(t[1:], math.inf)[:n]  # the last step lasts forever
     lo, hi = np.maximum(t[:n], start), np.minimum(ends, end)
     width = hi - lo
-    terms = np.array(busy[first:last], dtype=float) * width
-    return sum(terms[width > 0].tolist()) / (num_gpus * (end - start))  # step order, as a running sum
+    terms = np.fromiter(islice(busy, first, last), dtype=float, count=n) * width
+    return running_sum(terms[width > 0]) / (num_gpus * (end - start))  # in step order
 
 
 def quarter_loads(records: Sequence[dict[str, Any]], num_gpus: int) -> list[float]:
@@ -78,7 +86,7 @@ def _quarters(work: np.ndarray, arrivals: np.ndarray, num_gpus: int) -> list[flo
     if not hi > lo:
         return []
     quarter = np.minimum(3, (4 * (arrivals - lo) / (hi - lo)).astype(np.int64))
-    return [sum(work[quarter == q].tolist()) / (num_gpus * (hi - lo) / 4) for q in range(4)]
+    return [running_sum(work[quarter == q]) / (num_gpus * (hi - lo) / 4) for q in range(4)]
 
 
 def total_weighted_jct(records: Sequence[dict[str, Any]], weights: dict[str, float]) -> float:
@@ -92,10 +100,16 @@ def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]
     Per-job metrics are taken over the jobs that arrived inside ``window`` (``ddlsched.metrics.window``)."""
     window = window or Window()
     all_recs = Records.of(result.records)
-    all_arrivals = all_recs.column("arrival_s")
+    names = ("jct_s", "queue_s", "run_s", "comm_s", "comm_overhead_s", "ideal_run_s", *CAUSES,
+             "num_gpus", "arrival_s", "finish_s", "preemptions")
+    col = dict(zip(names, _columns(all_recs, names), strict=True))  # one pass over the records
+    all_arrivals, all_finish = col["arrival_s"], col["finish_s"]
     start, end = window.bounds(all_arrivals)
-    recs = all_recs if window.empty else all_recs.subset([start <= a <= end for a in all_arrivals])
-    if all_recs and not recs:
+    if not window.empty:  # the jobs that arrived inside the window
+        inside = (all_arrivals >= start) & (all_arrivals <= end)
+        col = {k: v[inside] for k, v in col.items()}
+    measured = len(col["jct_s"])
+    if all_recs and not measured:
         raise InputError(f"the measurement window [{start:g}, {end:g}] s holds no completed job "
                          "(shorten --warmup/--cooldown)", field="--warmup")
     out: dict[str, Any] = {
@@ -113,22 +127,16 @@ def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]
     }
     if out["jobs"] != out["jobs_completed"] + out["jobs_rejected"] + out["jobs_unfinished"] + out["jobs_skipped"]:
         raise SimulationError("job accounting does not close")
-    out["window_start_s"], out["window_end_s"], out["jobs_measured"] = start, end, len(recs)
+    out["window_start_s"], out["window_end_s"], out["jobs_measured"] = start, end, measured
     out["gpu_utilization_window"] = busy_share(result.timeseries, start, end, result.cluster.num_gpus)
     keys = [k for k in SUMMARY_FIELDS if k not in out and k != "mechanisms"]
     out["mechanisms"] = dict(result.mechanisms)
-    if not recs:
+    if not measured:
         out.update({k: math.nan for k in keys})
         out["preemptions"] = 0
         return out
-    names = ("jct_s", "queue_s", "run_s", "comm_s", "comm_overhead_s", "ideal_run_s", *CAUSES,
-             "num_gpus", "arrival_s", "finish_s", "preemptions")
-    col = dict(zip(names, _columns(recs, names), strict=True))  # one pass over the records
     jct = col["jct_s"]
-    if recs is all_recs:  # the makespan is the whole run's
-        makespan = float(col["finish_s"].max()) - float(col["arrival_s"].min())
-    else:
-        makespan = max(all_recs.column("finish_s")) - min(all_arrivals)
+    makespan = float(all_finish.max()) - float(all_arrivals.min())  # the whole run's, whatever the window
     run = float(col["run_s"].sum())
 
     def share(key: str) -> float:
@@ -138,11 +146,12 @@ def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]
     quarters = _quarters(work, arrivals, result.cluster.num_gpus)
     ideal = col["ideal_run_s"]
     slowdown = np.divide(col["run_s"], ideal, out=np.ones_like(ideal), where=ideal > 0)
+    jct_pcts, slow_pcts = _pcts(jct, (50, 95, 99)), _pcts(slowdown, (50, 95))
     out.update({
         "avg_jct_s": float(jct.mean()),
-        "median_jct_s": _pct(jct, 50),
-        "p95_jct_s": _pct(jct, 95),
-        "p99_jct_s": _pct(jct, 99),
+        "median_jct_s": jct_pcts[0],
+        "p95_jct_s": jct_pcts[1],
+        "p99_jct_s": jct_pcts[2],
         "makespan_s": makespan,
         "avg_queueing_s": float(col["queue_s"].mean()),
         "avg_run_s": float(col["run_s"].mean()),
@@ -150,8 +159,8 @@ def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]
         "comm_overhead_s": float(col["comm_overhead_s"].mean()),
         "comm_overhead_pct": share("comm_overhead_s"),
         **{k[:-2] + "_pct": share(k) for k in CAUSES},
-        "median_slowdown": _pct(slowdown, 50),
-        "p95_slowdown": _pct(slowdown, 95),
+        "median_slowdown": slow_pcts[0],
+        "p95_slowdown": slow_pcts[1],
         "gpu_utilization": result.busy_gpu_s / (result.cluster.num_gpus * makespan) if makespan > 0 else math.nan,
         "offered_load": _offered(work, arrivals, result.cluster.num_gpus),
         "offered_load_min_quarter": min(quarters, default=math.nan),

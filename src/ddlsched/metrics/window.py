@@ -15,6 +15,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ddlsched.errors import InputError
 
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -61,13 +63,14 @@ class Window:
     def empty(self) -> bool:
         return self == Window()
 
-    def bounds(self, arrivals: Sequence[float]) -> tuple[float, float]:
+    def bounds(self, arrivals: Sequence[float] | np.ndarray) -> tuple[float, float]:
         """[start, end] in trace time for the given arrival times (any order)."""
-        if not arrivals:
+        if not len(arrivals):
             return math.nan, math.nan
+        a = np.asarray(arrivals, dtype=float)
         if not (self.warmup.jobs or self.cooldown.jobs):  # the ends are all it needs: no sort
-            return min(arrivals) + self.warmup.seconds, max(arrivals) - self.cooldown.seconds
-        xs = sorted(arrivals)
+            return float(a.min()) + self.warmup.seconds, float(a.max()) - self.cooldown.seconds
+        xs = np.sort(a).tolist()
         start = xs[0] + self.warmup.seconds
         if self.warmup.jobs:
             start = max(start, xs[self.warmup.jobs] if self.warmup.jobs < len(xs) else math.inf)
