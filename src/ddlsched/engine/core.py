@@ -34,6 +34,7 @@ from ddlsched.engine.result import Records, SimResult
 from ddlsched.engine.state import JobState, JobStatus
 from ddlsched.errors import SimulationError
 from ddlsched.workload.jobspec import JobSpec
+from ddlsched.workload.profiles import ModelProfile
 
 EPS = 1e-9
 """Events within EPS seconds of now are processed at now."""
@@ -111,12 +112,16 @@ class Core:
         max_mem = max(gt.mem_mb for gt in cluster.gpu_types.values())
         seen: set[str] = set()
         out: list[JobState] = []
+        profiles: dict[str, ModelProfile] = {}  # the catalog's answers, looked up once per model name
         for seq, i in enumerate(order):
             spec = jobs[i]
             if spec.job_id in seen:
                 raise SimulationError(f"duplicate job id {spec.job_id!r} ({spec.source})")
             seen.add(spec.job_id)
-            st = model.new_state(spec, model.catalog[spec.model], seq)
+            profile = profiles.get(spec.model)
+            if profile is None:
+                profile = profiles[spec.model] = model.catalog[spec.model]
+            st = model.new_state(spec, profile, seq)
             mem = spec.gpu_mem_mb or st.profile.mem_mb
             if mem > max_mem:
                 st.reject_reason = f"needs {mem:g} MB per GPU; the largest GPU has {max_mem:g} MB"

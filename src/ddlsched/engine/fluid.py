@@ -183,6 +183,7 @@ class FluidModel(ExecutionModel):
         self.running: dict[str, FluidJob] = {}
         self._busy_gpus = 0
         self._ideal_cache: dict[tuple[str, int], IdealTimes | None] = {}
+        self._admitted: dict[tuple[str, int, float], tuple[str, IdealTimes | None, float]] = {}
         self._view: SchedulerView | None = None
         self._audit = False
         self._mech = {"starts": 0, "shared_starts": 0, "accumulation_starts": 0, "preemptions": 0}
@@ -212,18 +213,30 @@ class FluidModel(ExecutionModel):
 
     def prepare(self, st: JobState) -> str:
         assert isinstance(st, FluidJob)
-        ideal = self.ideal(st.profile, st.spec.num_gpus)
+        spec, profile = st.spec, st.profile
+        mem = spec.gpu_mem_mb or profile.mem_mb
+        key = (profile.name, spec.num_gpus, mem)
+        fit = self._admitted.get(key)
+        if fit is None:  # the same for every job of this model, size and memory: decided once per run
+            fit = self._admitted[key] = self._admit(profile, spec.num_gpus, mem)
+        reason, ideal, ideal_iter_s = fit
         if ideal is None:
-            return f"asks for {st.spec.num_gpus} GPUs; the cluster has {self.cluster.num_gpus}"
-        spec = st.spec
-        mem = spec.gpu_mem_mb or st.profile.mem_mb
-        fit = self.free.memory().count_at_least(mem)
-        if fit < spec.num_gpus:
-            return f"asks for {spec.num_gpus} GPUs with ≥ {mem:g} MB each; the cluster has {fit} GPUs that large"
+            return reason
         st.work = float(spec.iterations) if spec.iterations is not None else spec.duration_s / ideal.reference_iter_s  # type: ignore[operator]
-        st.ideal_iter_s = ideal.iter_s
+        st.ideal_iter_s = ideal_iter_s
         st.ideal_c, st.ideal_m = ideal.compute_s, ideal.comm_s
         return ""
+
+    def _admit(self, profile: ModelProfile, n: int, mem: float) -> tuple[str, IdealTimes | None, float]:
+        """Why a job of ``profile`` on ``n`` GPUs of ≥ ``mem`` MB cannot run here (then no ideal), or its ideal
+        iteration and that iteration's time."""
+        ideal = self.ideal(profile, n)
+        if ideal is None:
+            return f"asks for {n} GPUs; the cluster has {self.cluster.num_gpus}", None, math.nan
+        fit = self.free.memory().count_at_least(mem)
+        if fit < n:
+            return f"asks for {n} GPUs with ≥ {mem:g} MB each; the cluster has {fit} GPUs that large", None, math.nan
+        return "", ideal, ideal.iter_s
 
     def arrive(self, st: JobState) -> None:
         assert isinstance(st, FluidJob)
