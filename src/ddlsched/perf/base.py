@@ -21,30 +21,41 @@ from typing import Any, ClassVar
 
 from ddlsched._mypyc import mypyc_attr
 from ddlsched.cluster.topology import Cluster
-from ddlsched.slotinit import slot_init
 from ddlsched.workload.profiles import ModelProfile
 
 
-@slot_init
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class Placement:
-    """A running job as the physics sees it."""
+    """A running job as the physics sees it. Made per start and read per event: a slotted dataclass with its
+    ``__init__`` written out, so the compiled build makes it a native class (as the decisions,
+    ``ddlsched.engine.decisions``); not frozen at run time, and nothing changes one once made."""
 
     job_id: str
     gpus: tuple[int, ...]
     profile: ModelProfile
     accum_steps: int = 1  # gradient-accumulation steps, sub-batch = batch / accum_steps (docs/physics.md §8)
 
+    def __init__(self, job_id: str, gpus: tuple[int, ...], profile: ModelProfile, accum_steps: int = 1) -> None:
+        self.job_id = job_id
+        self.gpus = gpus
+        self.profile = profile
+        self.accum_steps = accum_steps
+
     @property
     def num_gpus(self) -> int:
         return len(self.gpus)
 
 
-@slot_init
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class IterationTime:
+    """One iteration of a job: compute and communication seconds (no overlap). A value, as :class:`Placement`."""
+
     compute_s: float
     comm_s: float
+
+    def __init__(self, compute_s: float, comm_s: float) -> None:
+        self.compute_s = compute_s
+        self.comm_s = comm_s
 
     @property
     def total_s(self) -> float:
