@@ -34,6 +34,7 @@ class FreeIndex:
     """Shared logic of the live index and the overlay: counts, buckets and per-server free sets."""
 
     cluster: Cluster
+    _gpu_server: list[int]  # the cluster's GPU → server list, held here (the cluster is an interpreted class)
     _count: list[int]
     _bucket: list[int]
     _num_free: int
@@ -62,7 +63,7 @@ class FreeIndex:
         return sorted(self._sets(server))
 
     def is_free(self, gpu: int) -> bool:
-        return gpu in self._sets(self.cluster.gpu_server[gpu])
+        return gpu in self._sets(self._gpu_server[gpu])
 
     def best_fit_server(self, n: int) -> int | None:
         """Lowest-id server among those with the fewest free GPUs that are still ≥ n."""
@@ -109,7 +110,7 @@ class FreeIndex:
         self._num_free += delta
 
     def take(self, gpus: Iterable[int]) -> None:
-        gs, count, bucket = self.cluster.gpu_server, self._count, self._bucket
+        gs, count, bucket = self._gpu_server, self._count, self._bucket
         for g in gpus:  # _move(s, -1), inlined: this runs for every GPU of every start
             s = gs[g]
             free = self._own_set(s)
@@ -125,7 +126,7 @@ class FreeIndex:
         self.changes += 1
 
     def release(self, gpus: Iterable[int]) -> None:
-        gs, count, bucket = self.cluster.gpu_server, self._count, self._bucket
+        gs, count, bucket = self._gpu_server, self._count, self._bucket
         for g in gpus:  # _move(s, +1), inlined
             s = gs[g]
             free = self._own_set(s)
@@ -147,6 +148,7 @@ class FreeGPUs(FreeIndex):
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
+        self._gpu_server = cluster.gpu_server
         self._free = [set(gpus) for gpus in cluster.server_gpus]
         self._count = [len(g) for g in cluster.server_gpus]
         self._bucket = [0] * (cluster.max_gpus_per_server + 1)
@@ -179,6 +181,7 @@ class Allocation(FreeIndex):
 
     def __init__(self, base: FreeGPUs) -> None:
         self.cluster = base.cluster
+        self._gpu_server = base._gpu_server
         self._base = base
         self._count = base._count  # the base's list, read-only here (see the class docstring)
         self._bucket = list(base._bucket)
@@ -206,7 +209,7 @@ class Allocation(FreeIndex):
         raise NotImplementedError("an Allocation's counts follow its touched sets; use take/release")
 
     def _book(self, gpus: list[int], delta: int) -> None:
-        gs, bucket = self.cluster.gpu_server, self._bucket
+        gs, bucket = self._gpu_server, self._bucket
         for g in gpus:
             s = gs[g]
             free = self._own_set(s)
@@ -283,6 +286,7 @@ class MemoryFiltered(FreeIndex):
 
     def __init__(self, parent: FreeIndex, hidden: dict[int, frozenset[int]]) -> None:
         self.cluster = parent.cluster
+        self._gpu_server = parent._gpu_server
         self._parent, self._hidden = parent, hidden
         self._count = list(parent.free_counts())
         self._bucket = list(parent._bucket)
@@ -304,11 +308,11 @@ class MemoryFiltered(FreeIndex):
     def take(self, gpus: Iterable[int]) -> None:
         gpus = list(gpus)
         self._parent.take(gpus)
-        for s in {self.cluster.gpu_server[g] for g in gpus}:
+        for s in {self._gpu_server[g] for g in gpus}:
             self._refresh(s)
 
     def release(self, gpus: Iterable[int]) -> None:
         gpus = list(gpus)
         self._parent.release(gpus)
-        for s in {self.cluster.gpu_server[g] for g in gpus}:
+        for s in {self._gpu_server[g] for g in gpus}:
             self._refresh(s)

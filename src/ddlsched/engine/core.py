@@ -72,6 +72,8 @@ class Core:
         self.busy_gpu_s = 0.0
         self.progress = progress
         self.skipped = skipped
+        self._model_name: str = model.name
+        self._nonphysical: frozenset[str] = model.nonphysical
         model.bind(self)
         self.arrivals = self._prepare(jobs)
 
@@ -83,7 +85,7 @@ class Core:
     def complete(self, st: JobState) -> None:
         """The model finished a job: build its record and check that its accounts close."""
         st.status = JobStatus.DONE
-        self.records.append(job_record(st, self.model.name, self.model.nonphysical))
+        self.records.append(job_record(st, self._model_name, self._nonphysical))
         if self._audit:
             self.audit_log.append((self.now, "finish", st.job_id, st.work))
 
@@ -122,7 +124,7 @@ class Core:
             if profile is None:
                 profile = profiles[spec.model] = model.catalog[spec.model]
             st = model.new_state(spec, profile, seq)
-            mem = spec.gpu_mem_mb or st.profile.mem_mb
+            mem = st.mem_mb
             if mem > max_mem:
                 st.reject_reason = f"needs {mem:g} MB per GPU; the largest GPU has {max_mem:g} MB"
             else:
@@ -156,7 +158,7 @@ class Core:
                     continue
                 break
             t_evt = heap[0][0] if heap else math.inf
-            t_arr = arrivals[i].spec.arrival_s if i < n_arr else math.inf
+            t_arr = arrivals[i].arrival_s if i < n_arr else math.inf
             now = t_evt if t_evt < t_arr else t_arr
             if now == math.inf:
                 break
@@ -178,7 +180,7 @@ class Core:
                     events += 1
                     n_model += 1
                     on_event(kind, key, ver)
-            while i < n_arr and arrivals[i].spec.arrival_s <= now:
+            while i < n_arr and arrivals[i].arrival_s <= now:
                 st = arrivals[i]
                 i += 1
                 events += 1

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,6 +105,9 @@ class FluidJob(JobState):
         self.last_gpus = ()
         self.reject_reason = ""
         self.job_id = spec.job_id
+        self.num_gpus = spec.num_gpus
+        self.arrival_s = spec.arrival_s
+        self.mem_mb = spec.gpu_mem_mb or profile.mem_mb
         # FluidJob's
         self.done_iters = 0.0
         self.iter_time = None
@@ -174,6 +177,10 @@ class FluidModel(ExecutionModel):
         self.gpu_jobs: list[list[str]] = [[] for _ in range(cluster.num_gpus)]
         self.gpu_mem: list[float] = [0.0] * cluster.num_gpus
         self._gpu_cap_mb = [cluster.gpu_mem_mb(g) for g in range(cluster.num_gpus)]
+        # the cluster's figures read on every start, held here (the cluster is an interpreted class)
+        self._num_gpus: int = cluster.num_gpus
+        self._gpu_server: list[int] = cluster.gpu_server
+        self._server_rack: list[int] = cluster.server_rack
         self.states: dict[str, FluidJob] = {}
         self.pending: dict[str, FluidJob] = {}
         self._pending_sorted: PendingQueue[JobView] = PendingQueue()  # always in arrival order (incrementally)
@@ -214,7 +221,7 @@ class FluidModel(ExecutionModel):
     def prepare(self, st: JobState) -> str:
         assert isinstance(st, FluidJob)
         spec, profile = st.spec, st.profile
-        mem = spec.gpu_mem_mb or profile.mem_mb
+        mem = st.mem_mb
         key = (profile.name, spec.num_gpus, mem)
         fit = self._admitted.get(key)
         if fit is None:  # the same for every job of this model, size and memory: decided once per run
@@ -258,7 +265,7 @@ class FluidModel(ExecutionModel):
         st.status = JobStatus.PENDING
         st.wait_since = now
         self.pending[st.job_id] = st
-        demand, d = self._pending_demand, st.spec.num_gpus
+        demand, d = self._pending_demand, st.num_gpus
         demand[d] = demand.get(d, 0) + 1
         view = st.view
         assert view is not None
@@ -272,7 +279,7 @@ class FluidModel(ExecutionModel):
 
     def _dequeue(self, st: FluidJob) -> None:
         del self.pending[st.job_id]
-        demand, d = self._pending_demand, st.spec.num_gpus
+        demand, d = self._pending_demand, st.num_gpus
         left = demand[d] - 1
         if left:
             demand[d] = left
@@ -297,7 +304,10 @@ class FluidModel(ExecutionModel):
             return True
         if not self.pending:
             return False
-        return not (self.max_jobs_per_gpu == 1 and min(self._pending_demand) > self.free.num_free)
+        if self.max_jobs_per_gpu != 1:
+            return True
+        free = self.free.num_free
+        return any(size <= free for size in self._pending_demand)  # a handful of sizes; no builtin min call
 
     def view(self) -> SchedulerView:
         if self._view is None:
@@ -346,7 +356,7 @@ class FluidModel(ExecutionModel):
 
     # ---------------------------------------------------------------- decisions
     def job_mem(self, st: FluidJob, accum_steps: int) -> float:
-        mem = st.spec.gpu_mem_mb or st.profile.mem_mb
+        mem = st.mem_mb
         return mem if accum_steps == 1 else accum_mem(mem, accum_steps)
 
     def _start(self, d: Start, now: float) -> None:
@@ -354,13 +364,12 @@ class FluidModel(ExecutionModel):
         if st is None or st.status is not JobStatus.PENDING:
             raise SimulationError(f"t={now}: cannot start job {d.job_id!r}: it is not pending")
         gpus = tuple(d.gpus)
-        if len(gpus) != st.spec.num_gpus or len(set(gpus)) != len(gpus):
-            raise SimulationError(f"t={now}: job {d.job_id} needs {st.spec.num_gpus} distinct GPUs, got {gpus}")
+        if len(gpus) != st.num_gpus or len(set(gpus)) != len(gpus):
+            raise SimulationError(f"t={now}: job {d.job_id} needs {st.num_gpus} distinct GPUs, got {gpus}")
         if d.accum_steps < 1:
             raise SimulationError(f"t={now}: job {d.job_id}: accum_steps must be >= 1")
         mem = self.job_mem(st, d.accum_steps)
-        cluster = self.cluster
-        num_gpus, gpu_jobs, gpu_mem, cap_mb = cluster.num_gpus, self.gpu_jobs, self.gpu_mem, self._gpu_cap_mb
+        num_gpus, gpu_jobs, gpu_mem, cap_mb = self._num_gpus, self.gpu_jobs, self.gpu_mem, self._gpu_cap_mb
         share, per_gpu = d.share, self.max_jobs_per_gpu
         for g in gpus:
             if not 0 <= g < num_gpus:
@@ -398,7 +407,7 @@ class FluidModel(ExecutionModel):
         st.last_start = now
         st.last_gpus = gpus
         st.placements += 1
-        gpu_server, server_rack = cluster.gpu_server, cluster.server_rack
+        gpu_server, server_rack = self._gpu_server, self._server_rack
         servers = {gpu_server[g] for g in gpus}
         st.max_servers = max(st.max_servers, len(servers))
         st.max_racks = max(st.max_racks, len({server_rack[s] for s in servers}))
@@ -413,7 +422,7 @@ class FluidModel(ExecutionModel):
         st.d_spr = excess - st.d_het
         self._retime(changed, now)
 
-    def _retime(self, changed: dict[str, IterationTime] | Any, now: float) -> None:
+    def _retime(self, changed: Mapping[str, IterationTime], now: float) -> None:
         for jid, t in changed.items():
             st = self.states[jid]
             st.sync(now)

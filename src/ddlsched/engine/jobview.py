@@ -38,16 +38,16 @@ class JobView:
 
     @property
     def num_gpus(self) -> int:
-        return self._s.spec.num_gpus
+        return self._s.num_gpus
 
     @property
     def mem_mb(self) -> float:
         """Memory the job needs on each of its GPUs (the trace's figure, else its model profile's)."""
-        return self._s.spec.gpu_mem_mb or self._s.profile.mem_mb
+        return self._s.mem_mb
 
     @property
     def arrival_s(self) -> float:
-        return self._s.spec.arrival_s
+        return self._s.arrival_s
 
     @property
     def seq(self) -> int:

@@ -30,7 +30,7 @@ def job_record(st: JobState, model: str, may_be_negative: frozenset[str] = froze
     spec = st.spec
     finish = st.finish
     assert finish is not None and st.first_start is not None
-    jct = finish - spec.arrival_s
+    jct = finish - st.arrival_s
     run = st.run_s
     tol = _ABS + _REL * run + _CLOCK * abs(finish)
     con = _noise_to_zero(st.contention_s, tol)
@@ -39,7 +39,7 @@ def job_record(st: JobState, model: str, may_be_negative: frozenset[str] = froze
     het = _noise_to_zero(st.hetero_s, tol)
     swi = _noise_to_zero(st.switch_s, tol)
     rst = _noise_to_zero(st.restart_s, tol)
-    if min(con, spr, shr, het, swi, rst) < -tol:
+    if con < -tol or spr < -tol or shr < -tol or het < -tol or swi < -tol or rst < -tol:
         for name, x in zip(_CAUSE_NAMES, (con, spr, shr, het, swi, rst), strict=True):
             if x < -tol and name not in may_be_negative:
                 raise SimulationError(f"{model} model, job {spec.job_id}: negative {name} = {x}")
@@ -52,8 +52,8 @@ def job_record(st: JobState, model: str, may_be_negative: frozenset[str] = froze
         raise SimulationError(f"{model} model, job {spec.job_id}: run time {run} != ideal {ideal} + causes "
                               f"({explained - ideal}); accounts do not close")
     return (
-        spec.job_id, spec.model, spec.num_gpus, spec.user or "",
-        spec.arrival_s, st.first_start, finish, jct,
+        st.job_id, spec.model, st.num_gpus, spec.user or "",
+        st.arrival_s, st.first_start, finish, jct,
         queue if queue > tol or queue < -tol else (queue if queue >= 0 else 0.0), run,
         ideal, st.comm_s, con + spr, con,
         spr, shr, het, swi, rst,

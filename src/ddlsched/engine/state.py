@@ -50,10 +50,19 @@ class JobState:
     last_gpus: tuple[int, ...] = ()
     reject_reason: str = ""
 
+    # copies of the spec's fields read on every event: plain slots (a trace's JobSpec is an interpreted class, and
+    # each read of one of its fields from compiled code is a generic attribute lookup)
     job_id: str = field(init=False)
+    num_gpus: int = field(init=False)
+    arrival_s: float = field(init=False)
+    mem_mb: float = field(init=False)  # per GPU: the trace's figure, else the model profile's
 
     def __post_init__(self) -> None:
-        self.job_id = self.spec.job_id  # a plain slot: read on every event
+        spec = self.spec
+        self.job_id = spec.job_id
+        self.num_gpus = spec.num_gpus
+        self.arrival_s = spec.arrival_s
+        self.mem_mb = spec.gpu_mem_mb or self.profile.mem_mb
 
     @property
     def ideal_run_s(self) -> float:
