@@ -33,6 +33,7 @@ MODULES: tuple[str, ...] = (
     "ddlsched.engine.jobview",
     "ddlsched.engine.view",
     "ddlsched.engine.pending",
+    "ddlsched.engine.model",
     "ddlsched.engine.allocation",
     "ddlsched.engine.records",
     "ddlsched.engine.fluid",

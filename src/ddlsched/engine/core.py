@@ -140,10 +140,8 @@ class Core:
     def run(self) -> SimResult:
         t0 = wallclock.perf_counter()
         model, policy, heap, arrivals = self.model, self.policy, self.heap, self.arrivals
-        is_stale, on_event, arrive, wants_pass, apply_ = (model.is_stale, model.on_event, model.arrive,
-                                                          model.wants_pass, model.apply)
-        busy_gpus, counts, sample, records = model.busy_gpus, model.counts, self._sample, self.records
-        settle = model.settle if type(model).settle is not ExecutionModel.settle else None
+        records = self.records
+        settles = type(model).settle is not ExecutionModel.settle
         heappop = heapq.heappop
         record_ts, audit, progress = self._record_ts, self._audit, self.progress
         n_arr, i = len(arrivals), 0
@@ -153,7 +151,7 @@ class Core:
         while True:
             while heap:
                 top = heap[0]
-                if top[1] != WAKE and is_stale(top[1], top[3], top[4]):
+                if top[1] != WAKE and model.is_stale(top[1], top[3], top[4]):
                     heappop(heap)
                     continue
                 break
@@ -176,22 +174,22 @@ class Core:
                 if kind == WAKE:
                     woken = True
                     events += 1
-                elif not is_stale(kind, key, ver):
+                elif not model.is_stale(kind, key, ver):
                     events += 1
                     n_model += 1
-                    on_event(kind, key, ver)
+                    model.on_event(kind, key, ver)
             while i < n_arr and arrivals[i].arrival_s <= now:
                 st = arrivals[i]
                 i += 1
                 events += 1
                 n_model += 1
-                arrive(st)
+                model.arrive(st)
                 if audit:
                     self.audit_log.append((now, "arrive", st.job_id, 0.0))
-            if settle is not None:
-                settle()
+            if settles:
+                model.settle()
             changed = False
-            if wants_pass(woken):
+            if model.wants_pass(woken):
                 todo = []
                 wake = math.inf
                 for d in policy.schedule(model.view()):
@@ -203,12 +201,12 @@ class Core:
                     else:
                         raise SimulationError(f"t={now}: policy {self._policy_name()} returned {d!r}, which "
                                               f"the {model.name} execution model does not accept")
-                changed = apply_(todo)
+                changed = model.apply(todo)
                 if wake < math.inf:
                     if not wake > now:
                         raise SimulationError(f"t={now}: policy asked to wake at {wake} <= now")
                     self.push(wake, WAKE)
-            if woken and n_model == 0 and not changed and counts()[1] == 0:
+            if woken and n_model == 0 and not changed and model.counts()[1] == 0:
                 idle_wakes += 1
                 if idle_wakes >= STALL_PASSES:
                     self.notes.append(f"stopped at t={now:g} s: {STALL_PASSES} wake-ups in a row with nothing "
@@ -216,9 +214,10 @@ class Core:
                     break
             else:
                 idle_wakes = 0
-            self._busy = busy_gpus()
+            self._busy = model.busy_gpus()
             if record_ts:
-                sample(now, *counts())
+                pending, running = model.counts()
+                self._sample(now, pending, running)
             if progress is not None and len(records) >= next_report:
                 progress(now, len(records), total)
                 next_report = len(records) + max(1, total // 200)

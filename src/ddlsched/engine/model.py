@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from ddlsched._mypyc import mypyc_attr
 from ddlsched.cluster.topology import Cluster
 from ddlsched.engine.state import JobState
 from ddlsched.workload.profiles import ModelCatalog
@@ -62,6 +63,7 @@ class ModelSettings:
     seed: int = 0
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ExecutionModel(ABC):
     """Base class of the execution models (fluid, task DAG, rounds)."""
 
