@@ -18,7 +18,7 @@ from dataclasses import dataclass
 # the compiled build then compiles it into a native class (≈ 10× cheaper to build and read than a frozen
 # dataclass, whose generated __init__ stays interpreted); plain Python gets the fastest __init__ it can have.
 # They are not frozen at run time: nothing in the engine changes one after it is made, and a policy must not
-# either (docs/engine.md "Decisions"). Equality, hashing and repr are the dataclass's, over every field.
+# either (docs/engine.md "Compiled build"). Equality, hashing and repr are the dataclass's, over every field.
 
 
 @dataclass(slots=True, init=False, unsafe_hash=True)

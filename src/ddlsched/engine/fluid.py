@@ -222,10 +222,10 @@ class FluidModel(ExecutionModel):
         assert isinstance(st, FluidJob)
         spec, profile = st.spec, st.profile
         mem = st.mem_mb
-        key = (profile.name, spec.num_gpus, mem)
+        key = (profile.name, st.num_gpus, mem)
         fit = self._admitted.get(key)
         if fit is None:  # the same for every job of this model, size and memory: decided once per run
-            fit = self._admitted[key] = self._admit(profile, spec.num_gpus, mem)
+            fit = self._admitted[key] = self._admit(profile, st.num_gpus, mem)
         reason, ideal, ideal_iter_s = fit
         if ideal is None:
             return reason
