@@ -181,16 +181,24 @@ class MaxMinLinkSharing(PerfModel):
         return changed
 
     def remove(self, job_id: str) -> Mapping[str, IterationTime]:
-        self._placements.pop(job_id)
-        self._times.pop(job_id)
-        self._compute.pop(job_id)
-        self._rate.pop(job_id, None)
-        use = self._job_links.pop(job_id, None)
+        # `del` and `get`, not `pop`: a method call is a generic call from compiled code, these are native
+        del self._placements[job_id]
+        del self._times[job_id]
+        del self._compute[job_id]
+        if job_id in self._rate:
+            del self._rate[job_id]
+        use = self._job_links.get(job_id)
+        if use is not None:
+            del self._job_links[job_id]
         if not use:
             return {}
-        alone = self._alone.pop(job_id)
-        flows = self._hops.pop(job_id, None)
-        self._paths.pop(job_id, None)
+        alone = self._alone[job_id]
+        del self._alone[job_id]
+        flows = self._hops.get(job_id)
+        if flows is not None:
+            del self._hops[job_id]
+        if job_id in self._paths:
+            del self._paths[job_id]
         if flows is not None:
             for hop, bound in flows:
                 for lid in hop:

@@ -106,13 +106,17 @@ def tightest(alloc: FreeIndex, n: int, max_level: int, cluster: Cluster,
     best: tuple[int, int, int, list[int]] | None = None
     count = alloc.free_counts()
     for r, servers in enumerate(cluster.rack_servers):
-        total = sum(map(count.__getitem__, servers))
+        total = 0
+        for x in servers:  # a plain loop, not sum(map(...)): native when compiled
+            total += count[x]
         if total < n:
             continue
-        frees = sorted(((count[x], x) for x in servers if count[x]), key=lambda t: (-t[0], t[1]))
+        # servers with free GPUs, most free first, then by index: sorting (−free, server) pairs gives that order
+        # without a key function (the pairs are distinct, so no tie is left to the sort)
+        frees = sorted([(-count[x], x) for x in servers if count[x]])
         acc = k = 0
         while acc < n:
-            acc += frees[k][0]
+            acc -= frees[k][0]
             k += 1
         key = (k, total, r)
         if best is None or key < best[:3]:
