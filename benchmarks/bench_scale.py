@@ -4,17 +4,20 @@ Clusters: racks of 32 servers × 8 V100 (25 Gb/s NICs, 2:1 rack uplinks), 2 to 6
 Trace: ``philly_mix`` (the Philly size mix, models uniform over the Wang profiles, 1,000–6,000 iterations) with
 Poisson arrivals. The rate for the target load is found once per cluster by a pilot of 5,000 jobs: rate =
 pilot_rate × target ÷ the pilot's measured offered load (load is linear in the rate), and the run reports the
-offered load it really got. Each cell runs in a fresh subprocess (its own peak memory), fifo+consolidated with
-max-min contention, no time series (``record_timeseries=False``: a million-job step series is not the point).
+offered load it really got. Each cell runs in a fresh subprocess (its own peak memory), each policy of
+``--policies`` (default ``fifo+consolidated``) with max-min contention. Runs of up to 200,000 jobs record the time
+series and report the realised load (``gpu_utilization_window``, the busy-GPU share over the arrival window); larger
+ones do not (``record_timeseries=False``: a million-job step series is not the point) and leave the column empty.
 ``cpu_s`` is the cell's CPU time (user + system), the better figure when other work shares the machine.
 
     python benchmarks/bench_scale.py --jobs 10000,100000 --gpus 512,2048     # the cost curve
     python benchmarks/bench_scale.py --jobs 1000000 --gpus 16384             # the million-job run
+    python benchmarks/bench_scale.py --jobs 100000 --gpus 512,2048 --policies fifo+consolidated,tiresias+consolidated
     python benchmarks/bench_scale.py --plot docs/images/scale.png A.md B.md    # the cost curve from saved tables
 
 ``--out FILE.md`` also writes the table to a file; ``--plot PNG TABLE.md...`` draws CPU time and peak memory
 against jobs, one line per cluster size and build (solid: pure Python, dashed: compiled; the ``build`` column), from
-such tables (needs the ``plots`` extra).
+such tables (needs the ``plots`` extra); it draws the ``fifo+consolidated`` rows only.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import time
 
 PILOT_JOBS = 5_000
 PILOT_RATE = 0.05  # jobs/s; rescaled to the target load
+TIMESERIES_UP_TO = 200_000  # jobs: larger runs skip the step series (and so the realised load)
 
 
 def cluster(gpus: int):  # -> Cluster (imported lazily)
@@ -41,7 +45,7 @@ def cluster(gpus: int):  # -> Cluster (imported lazily)
     return Cluster.build(f"scale{gpus}", layout, {"V100": GPU_TYPES["V100"]}, oversubscription=2.0)
 
 
-def run(jobs: int, gpus: int, rate: float) -> dict:
+def run(jobs: int, gpus: int, rate: float, policy: str = "fifo+consolidated") -> dict:
     from ddlsched import native
     from ddlsched.engine import SimConfig, run_simulation
     from ddlsched.metrics.summary import summarize
@@ -52,10 +56,13 @@ def run(jobs: int, gpus: int, rate: float) -> dict:
     trace = philly_mix(jobs, seed=0, rate_per_s=rate)
     c = cluster(gpus)
     t_gen = time.perf_counter() - t0
-    r = run_simulation(c, trace.jobs, make_policy("fifo+consolidated"), SimConfig(record_timeseries=False))
+    series = jobs <= TIMESERIES_UP_TO
+    r = run_simulation(c, trace.jobs, make_policy(policy), SimConfig(record_timeseries=series))
     s = summarize(r)
-    return {"jobs": jobs, "gpus": gpus, "rate_per_s": rate, "completed": s["jobs_completed"],
-            "offered_load": round(s["offered_load"], 3), "gen_s": round(t_gen, 2), "sim_s": round(r.wall_s, 2),
+    return {"policy": policy, "jobs": jobs, "gpus": gpus, "rate_per_s": rate, "completed": s["jobs_completed"],
+            "offered_load": round(s["offered_load"], 3),
+            "realised_load": round(s["gpu_utilization_window"], 3) if series else "",
+            "preemptions": s["preemptions"], "gen_s": round(t_gen, 2), "sim_s": round(r.wall_s, 2),
             "total_s": round(time.perf_counter() - t0, 2),
             "cpu_s": round(time.process_time() - c0, 2), "events": r.events,
             "events_per_s": round(r.events / r.wall_s) if r.wall_s > 0 else 0,
@@ -76,6 +83,7 @@ def main() -> None:
     ap.add_argument("--jobs", default="10000,100000")
     ap.add_argument("--gpus", default="512,2048,16384")
     ap.add_argument("--load", type=float, default=0.7)
+    ap.add_argument("--policies", default="fifo+consolidated", help="comma-separated; each runs every cell")
     ap.add_argument("--out", help="also write the Markdown table to this file")
     ap.add_argument("--plot", nargs="+", metavar=("PNG", "TABLE"), help="draw the cost curve from saved tables")
     ap.add_argument("--cell", help=argparse.SUPPRESS)
@@ -86,18 +94,18 @@ def main() -> None:
     if a.plot:
         plot(a.plot[0], a.plot[1:])
         return
-    cols = ["jobs", "gpus", "offered_load", "completed", "gen_s", "sim_s", "total_s", "cpu_s",
-            "events_per_s", "peak_mib",
-            "avg_jct_h", "avg_queue_h", "build"]
+    cols = ["policy", "jobs", "gpus", "offered_load", "realised_load", "completed", "preemptions", "gen_s", "sim_s",
+            "total_s", "cpu_s", "events_per_s", "peak_mib", "avg_jct_h", "avg_queue_h", "build"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     print("\n".join(lines), flush=True)
     for gpus in (int(g) for g in a.gpus.split(",")):
         pilot = cell(PILOT_JOBS, gpus, PILOT_RATE * gpus / 512)
         rate = pilot["rate_per_s"] * a.load / pilot["offered_load"]
         for jobs in (int(j) for j in a.jobs.split(",")):
-            r = cell(jobs, gpus, rate)
-            lines.append("| " + " | ".join(str(r[c]) for c in cols) + " |")
-            print(lines[-1], flush=True)
+            for policy in a.policies.split(","):
+                r = cell(jobs, gpus, rate, policy)
+                lines.append("| " + " | ".join(str(r[c]) for c in cols) + " |")
+                print(lines[-1], flush=True)
     if a.out:
         with open(a.out, "w") as f:
             f.write("\n".join(lines) + "\n")
@@ -119,6 +127,8 @@ def plot(png: str, tables: list[str]) -> None:
             raise SystemExit(f"{path}: no 'build' column (a table from before it existed: run the cells again)")
         for ln in lines[1:]:
             r = dict(zip(head, (v.strip() for v in ln), strict=True))
+            if r.get("policy", "fifo+consolidated") != "fifo+consolidated":
+                continue
             rows.setdefault((int(r["gpus"]), r["build"]), []).append(
                 (int(r["jobs"]), float(r["cpu_s"]), float(r["peak_mib"])))
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4), dpi=120)
