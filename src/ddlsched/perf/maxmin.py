@@ -53,7 +53,8 @@ from ddlsched.perf.tcp_share import DEFAULT_EXPONENT, DEFAULT_OWN_QUEUE, check_p
 from ddlsched.workload.profiles import ModelProfile
 
 _REL_TOL = 1e-9
-_NO_ROUTE: tuple[list[tuple[int, ...]], Counter[int], float] = ([], Counter(), math.inf)  # read-only
+_Route = tuple[list[tuple[int, ...]], Counter[int], float, float]  # hops, m_jl by link, alone rate, solo level
+_NO_ROUTE: _Route = ([], Counter(), math.inf, math.inf)  # read-only
 FAIRNESS = ("ring", "flow", "flow-rtt", "tcp")
 
 
@@ -87,7 +88,8 @@ class MaxMinLinkSharing(PerfModel):
         self._compute: dict[str, float] = {}
         self._alone: dict[str, float] = {}  # a job's rate if it were alone: min over its links of C_l / m_jl
         self._demand: dict[int, float] = {}  # Σ over jobs on the link of m_jl · alone_j
-        self._routes: dict[tuple[int, ...], tuple[list[tuple[int, ...]], Counter[int], float]] = {}
+        self._solo: dict[str, float] = {}  # what `fill` gives a job that is a component by itself
+        self._routes: dict[tuple[int, ...], _Route] = {}
         # per-iteration compute by profile (keyed by identity, the profile kept beside its value), when every GPU
         # is of one type: compute_time then depends on the profile alone
         self._one_type = len(cluster.gpu_types) == 1
@@ -104,17 +106,24 @@ class MaxMinLinkSharing(PerfModel):
             got = self._compute_of[id(prof)] = (prof, compute_time(self.cluster, placement))
         return got[1]
 
-    def _route(self, gpus: tuple[int, ...]) -> tuple[list[tuple[int, ...]], Counter[int], float]:
-        """A placement's ring hops, the hops it puts on each link (m_jl) and its rate alone; memoised per GPU
-        set (consolidated placements repeat the same sets), read-only."""
+    def _route(self, gpus: tuple[int, ...]) -> _Route:
+        """A placement's ring hops, the hops it puts on each link (m_jl), its rate alone and its solo level (the
+        rate :meth:`fill` gives it when it is a component by itself: the first round's level, which takes the
+        near-tie rule and link-id order of ``fill`` and so can differ from ``alone`` in the last bits); memoised
+        per GPU set (consolidated placements repeat the same sets), read-only."""
         got = self._routes.get(gpus)
         if got is None:
             hops = self.cluster.ring_hops(gpus)
             use: Counter[int] = Counter(lid for hop in hops for lid in hop)
             alone = min((self._cap[lid] / m for lid, m in use.items()), default=math.inf)
+            best = math.inf
+            for lid in sorted(use):  # fill's first round over one job: weight m_jl, headroom C_l
+                share = self._cap[lid] / (0.0 + use[lid])
+                if share < best * (1 - 1e-12):
+                    best = share
             if len(self._routes) >= 1 << 16:
                 self._routes.clear()
-            got = self._routes[gpus] = (hops, use, alone)
+            got = self._routes[gpus] = (hops, use, alone, 0.0 + max(best, 0.0))
         return got
 
     def params(self) -> dict[str, Any]:
@@ -139,7 +148,7 @@ class MaxMinLinkSharing(PerfModel):
     def isolated(self, placement: Placement) -> IterationTime:
         """Alone on the network: the ring runs at its tightest link's capacity ÷ the hops it puts there."""
         compute = self._compute_time(placement)
-        hops, _, rate = self._route(tuple(placement.gpus))
+        hops, _, rate, _ = self._route(tuple(placement.gpus))
         if not hops:
             return IterationTime(compute, 0.0)
         n = placement.num_gpus
@@ -154,13 +163,14 @@ class MaxMinLinkSharing(PerfModel):
         self._placements[jid] = placement
         compute = self._compute[jid] = self._compute_time(placement)
         gpus = tuple(placement.gpus)
-        hops, use, alone = self._route(gpus) if len(gpus) > 1 else _NO_ROUTE  # one worker: no ring, no link
+        hops, use, alone, solo = self._route(gpus) if len(gpus) > 1 else _NO_ROUTE  # one worker: no ring, no link
         if not hops:
             t = IterationTime(compute, 0.0)
             self._times[jid] = t
             return {jid: t}
         self._job_links[jid] = use
         self._alone[jid] = alone
+        self._solo[jid] = solo
         if self.fairness == "tcp":
             self._paths[jid] = [tuple(hop) for hop in hops]
         if self.fairness in ("flow", "flow-rtt"):
@@ -194,6 +204,7 @@ class MaxMinLinkSharing(PerfModel):
             return {}
         alone = self._alone[job_id]
         del self._alone[job_id]
+        del self._solo[job_id]
         flows = self._hops.get(job_id)
         if flows is not None:
             del self._hops[job_id]
@@ -283,42 +294,60 @@ class MaxMinLinkSharing(PerfModel):
         All unfrozen jobs share one rising level; each round raises it by the smallest headroom
         ``remaining_l / weight_l`` over links that still carry unfrozen jobs, then freezes the jobs on the
         links that hit it. Links whose jobs are all frozen leave the round set, so later rounds get cheaper.
+        The component's links are numbered in ascending link id (a near-tie, 1e-12, is then resolved the same in
+        every run) and their weights and headrooms kept in lists by that number: the same float operations in
+        the same order as keeping them by link id, without a hash lookup per link per round.
         """
+        if len(comp) == 1:  # one round, one job: its solo level (computed with its route, the same operations)
+            for j in comp:
+                return {j: self._solo[j]}
         job_links = self._job_links
         link_jobs = self._link_jobs
         cap = self._cap
-        weight: dict[int, float] = {}
+        weight_of: dict[int, float] = {}
         for j in comp:
             for lid, m in job_links[j].items():
-                weight[lid] = weight.get(lid, 0.0) + m
-        remaining = {lid: cap[lid] for lid in weight}
-        live = dict.fromkeys(sorted(weight))  # by link id: a near-tie (1e-12) is then resolved the same in every run
+                weight_of[lid] = weight_of.get(lid, 0.0) + m
+        links = sorted(weight_of)
+        slot: dict[int, int] = {}
+        weight: list[float] = []
+        remaining: list[float] = []
+        for i, lid in enumerate(links):
+            slot[lid] = i
+            weight.append(weight_of[lid])
+            remaining.append(cap[lid])
+        live = list(range(len(links)))  # links that still carry unfrozen jobs, in link-id order
+        emptied = False
         active = set(comp)
         rates: dict[str, float] = {}
         level = 0.0
         while active:
+            if emptied:  # a weight only falls, so "≤ 1e-12 now" is "fell to ≤ 1e-12 at some freeze"
+                live = [i for i in live if weight[i] > 1e-12]
+                emptied = False
             best = math.inf
             bottleneck: list[int] = []
-            for lid in live:
-                share = remaining[lid] / weight[lid]
+            for i in live:
+                share = remaining[i] / weight[i]
                 if share < best * (1 - 1e-12):
                     best = share
-                    bottleneck = [lid]
+                    bottleneck = [i]
                 elif share <= best * (1 + 1e-12):
-                    bottleneck.append(lid)
+                    bottleneck.append(i)
             delta = max(best, 0.0)
             level += delta
-            for lid in live:
-                remaining[lid] -= weight[lid] * delta
-            frozen = sorted({j for lid in bottleneck for j in link_jobs[lid] if j in active})
+            for i in live:
+                remaining[i] -= weight[i] * delta
+            frozen = sorted({j for i in bottleneck for j in link_jobs[links[i]] if j in active})
             for j in frozen:
                 rates[j] = level
                 active.discard(j)
                 for lid, m in job_links[j].items():
-                    w = weight[lid] - m
-                    weight[lid] = w
+                    i = slot[lid]
+                    w = weight[i] - m
+                    weight[i] = w
                     if w <= 1e-12:
-                        live.pop(lid, None)
+                        emptied = True
         return rates
 
     def fill_flows(self, comp: set[str]) -> dict[str, float]:
