@@ -42,6 +42,9 @@ WAKE = 1 << 30
 """Event kind of a policy wake-up (after every model kind at the same instant)."""
 STALL_PASSES = 10_000
 """Consecutive idle wake-ups (nothing running, nothing decided) after which a run is declared stuck."""
+COMPACT_AT = 4096
+"""Heap size at which stale events are first dropped in bulk (models with ``stale_is_final``); after each bulk drop
+the next one comes at twice the live size, so it costs O(1) per push amortised."""
 
 Progress = Callable[[float, int, int], None]
 
@@ -59,6 +62,8 @@ class Core:
         self.now = 0.0
         self.heap: list[tuple[float, int, int, str, int]] = []
         self._seq = 0
+        self._compact_at = COMPACT_AT if model.stale_is_final else -1  # -1: never
+        self.compactions = 0
         self.events = 0
         self.records: list[tuple[Any, ...]] = []  # one row per completed job (engine/result.py Records)
         self.rejected: list[dict[str, Any]] = []
@@ -80,7 +85,19 @@ class Core:
     # ---------------------------------------------------------------- services for the model
     def push(self, t: float, kind: int, key: str = "", version: int = 0) -> None:
         self._seq += 1
-        heapq.heappush(self.heap, (t, kind, self._seq, key, version))
+        heap = self.heap
+        heapq.heappush(heap, (t, kind, self._seq, key, version))
+        if len(heap) == self._compact_at:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Drop the stale events in bulk. Events are unique tuples (``seq``), so the live ones pop in the same order
+        from the rebuilt heap; a stale one would only have been skipped."""
+        model, heap = self.model, self.heap
+        heap[:] = [e for e in heap if e[1] == WAKE or not model.is_stale(e[1], e[3], e[4])]
+        heapq.heapify(heap)
+        self._compact_at = max(COMPACT_AT, 2 * len(heap))
+        self.compactions += 1
 
     def complete(self, st: JobState) -> None:
         """The model finished a job: build its record and check that its accounts close."""

@@ -158,6 +158,7 @@ class FluidModel(ExecutionModel):
     description = "jobs advance at constant rates between events; physics from --perf-model"
     decision_types = (Start, Preempt)
     options = frozenset({"perf_model", "perf_params", "restart_penalty_s"})
+    stale_is_final = True  # a job's version only grows, and every stop bumps it (``_release``)
 
     def __init__(self, cluster: Cluster, catalog: ModelCatalog, requirements: Requirements,
                  settings: ModelSettings, *, perf: PerfModel | None = None) -> None:

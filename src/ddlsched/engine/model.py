@@ -72,6 +72,10 @@ class ExecutionModel(ABC):
     decision_types: ClassVar[tuple[type, ...]]
     options: ClassVar[frozenset[str]]
     """Engine options that apply to this model (others given explicitly are an error)."""
+    stale_is_final: bool = False
+    """Whether an event :meth:`is_stale` calls stale stays stale for the rest of the run (a per-job version that
+    only grows). The core may then drop stale events from its heap in bulk instead of one by one when they come up
+    (docs/engine.md, "Cost per event")."""
     nonphysical: frozenset[str] = frozenset()
     """Run-time causes this run may drive below 0 (only a deliberately non-physical mode sets it, e.g. the task-DAG
     model's ``poll_defect``); every other cause stays checked ≥ 0 at every finish."""
