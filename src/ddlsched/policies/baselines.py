@@ -12,8 +12,7 @@ never evicted for one of its own class (no thrashing inside a Tiresias queue).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from itertools import accumulate
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ddlsched._mypyc import mypyc_attr
@@ -40,12 +39,31 @@ class OrderedPolicy(Policy):
         # strict FIFO whose head found no place: (free-GPU changes, head) at that pass (see _non_preemptive)
         self._blocked: tuple[int, str] | None = None
         self._free_only_of: tuple[type, bool] | None = None  # (placement class, answers_from_free_gpus)
+        self._lazy_victims_of: tuple[type, bool] | None = None  # (own class, victims drawn lazily)
 
     def _free_only(self) -> bool:
         known = self._free_only_of
         kind = type(self.placement)
         if known is None or known[0] is not kind:
             known = self._free_only_of = (kind, answers_from_free_gpus(self.placement))
+        return known[1]
+
+    def _lazy_victims(self) -> bool:
+        """Whether a pass may draw victims only as far as it needs: not when a subclass overrides
+        :meth:`may_preempt`, which may read a job's progress — and reading progress advances the job's accounts to
+        now, so which jobs it is asked about would change float rounding downstream. Such a policy gets every
+        victim ranked at the first need, as it always did."""
+        known = self._lazy_victims_of
+        kind = type(self)
+        if known is None or known[0] is not kind:
+            lazy = True
+            for klass in kind.__mro__:
+                if klass is OrderedPolicy:
+                    break
+                if "may_preempt" in vars(klass):
+                    lazy = False
+                    break
+            known = self._lazy_victims_of = (kind, lazy)
         return known[1]
 
     def reset(self) -> None:
@@ -99,11 +117,8 @@ class OrderedPolicy(Policy):
         if not view.pending:
             return []  # preemption only ever makes room for a queued job
         order = self.ordering
-        # running jobs worst first with their class, built on first need; victims[:first] are already taken,
-        # gpus_before[i] = GPUs of victims[:i]
-        victims: list[tuple[JobView, Any]] = []
-        gpus_before: list[int] = []
-        first = -1
+        victims: _Victims | None = None  # running jobs worst first, drawn on first need and only as far as needed
+        first = 0  # victims before it are already taken
         alloc = view.allocation()
         out: list[Decision] = []
         started: list[JobView] = []
@@ -112,32 +127,30 @@ class OrderedPolicy(Policy):
             gpus = self.placement.place(job, alloc.for_mem(job.mem_mb), view) \
                 if job.num_gpus <= alloc.num_free else None
             if gpus is None:
-                if first < 0:
-                    victims = order.victims(view, self.may_preempt)
-                    gpus_before = [0, *accumulate(v.num_gpus for v, _ in victims)]
-                    first = 0
-                # victims are sorted worst class first: the eligible ones (strictly worse class) are a prefix
-                end = _end_of_worse(victims, first, job_class)
-                if end == first and alloc.num_free == 0:
+                if victims is None:
+                    source = order.victims(view, self.may_preempt)
+                    victims = _Victims(source if self._lazy_victims() else list(source))
+                # victims come worst class first: the eligible ones (strictly worse class) are a prefix
+                if alloc.num_free == 0 and not victims.worse(first, job_class):
                     waiting = True
                     break  # nothing free and nobody this job (or any later one) may evict
-                if alloc.num_free + gpus_before[end] - gpus_before[first] < job.num_gpus:
+                if not victims.enough(first, job_class, job.num_gpus - alloc.num_free):
                     waiting = True
                     continue
                 taken = first
                 freed: list[int] | None = None
-                while taken < end:
-                    alloc.release(victims[taken][0].gpus)
+                while victims.worse(taken, job_class):
+                    alloc.release(victims.jobs[taken].gpus)
                     taken += 1
                     freed = self.placement.place(job, alloc.for_mem(job.mem_mb), view)
                     if freed is not None:
                         break
                 if freed is None:  # fragmentation: undo the tentative preemptions
-                    for v, _ in victims[first:taken]:
+                    for v in victims.jobs[first:taken]:
                         alloc.take(v.gpus)
                     waiting = True
                     continue
-                out.extend(Preempt(v.job_id) for v, _ in victims[first:taken])
+                out.extend(Preempt(v.job_id) for v in victims.jobs[first:taken])
                 first = taken
                 gpus = freed
             alloc.take(gpus)
@@ -152,6 +165,39 @@ class OrderedPolicy(Policy):
         return out
 
 
+class _Victims:
+    """The running jobs a pass may evict, worst first with their class, drawn from the ordering's iterable only as
+    far as the pass asks (a pass usually evicts one job or none; ranking them all cost a list per pass)."""
+
+    def __init__(self, source: Iterable[tuple[JobView, Any]]) -> None:
+        self._source: Iterator[tuple[JobView, Any]] | None = iter(source)
+        self.jobs: list[JobView] = []
+        self._classes: list[Any] = []
+
+    def worse(self, i: int, job_class: Any) -> bool:
+        """Whether victim ``i`` exists and is of a strictly worse class than ``job_class``."""
+        jobs = self.jobs
+        while i >= len(jobs):
+            source = self._source
+            if source is None:
+                return False
+            nxt = next(source, None)
+            if nxt is None:
+                self._source = None
+                return False
+            jobs.append(nxt[0])
+            self._classes.append(nxt[1])
+        return bool(self._classes[i] > job_class)
+
+    def enough(self, first: int, job_class: Any, need: int) -> bool:
+        """Whether the eligible victims from ``first`` on hold at least ``need`` GPUs together."""
+        got, i = 0, first
+        while got < need and self.worse(i, job_class):
+            got += self.jobs[i].num_gpus
+            i += 1
+        return got >= need
+
+
 def answers_from_free_gpus(placement: PlacementStrategy) -> bool:
     """Whether ``placement`` declares ``free_only`` in the class that defines its ``place`` (a subclass that
     overrides ``place`` without declaring it again is not trusted with its parent's declaration)."""
@@ -160,15 +206,3 @@ def answers_from_free_gpus(placement: PlacementStrategy) -> bool:
         if "place" in own:
             return bool(own.get("free_only", False))
     return False
-
-
-def _end_of_worse(victims: Sequence[tuple[JobView, Any]], lo: int, job_class: Any) -> int:
-    """First index ≥ ``lo`` whose class is not worse than ``job_class`` (classes are non-increasing)."""
-    hi = len(victims)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if victims[mid][1] > job_class:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo

@@ -9,8 +9,9 @@ advance, ``Tiresias._queue_until``'s "until". So each index re-ranks only the jo
 
 * :class:`QueuedByClass` learns of queued jobs from the engine's ``queued_since`` log (arrivals and returns after a
   preemption) and of starts from the policy (``left``); it re-ranks at every pass, as the full ranking did.
-* :class:`RunningByClass` learns of starts from the policy (``started``); finished and preempted jobs drop out when
-  met. Its jobs are re-ranked only where the full pass ranked every running job (when it needed victims or a
+* :class:`RunningByClass` learns of starts from the policy (``started``); it yields victims worst first as far as
+  the pass draws; finished and preempted jobs a walk meets drop out at the next sync, the rest at a sweep once the
+  index has doubled since the last one. Its jobs are re-ranked only where the full pass ranked every running job (when it needed victims or a
   wake-up time), because a running job's "until" is computed from the time it is ranked and float rounding would
   otherwise differ in the last bit.
 
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from ddlsched.engine.view import SchedulerView
 
 INF = float("inf")
+SWEEP_AT = 1024
+"""Filed running jobs at which :class:`RunningByClass` first sweeps out the ones that stopped."""
 Classify = Callable[[JobView], tuple[int, float]]
 
 
@@ -136,32 +139,45 @@ class RunningByClass(_ByClass):
     def __init__(self, n_queues: int, classify: Classify, until_now: Callable[[JobView], float]) -> None:
         super().__init__(n_queues, classify, until_now)
         self._fresh: list[JobView] = []  # started since the last sync
+        self._stopped: list[JobView] = []  # met by a walk after they stopped running, dropped at the next sync
+        self._sweep_at = SWEEP_AT
 
     def started(self, job: JobView) -> None:
         self._fresh.append(job)
 
     def sync(self, now: float) -> None:
-        """Rank the jobs started since the last sync and re-rank those whose threshold crossing is due."""
-        fresh, self._fresh = self._fresh, []
+        """Drop the jobs a walk found stopped, rank the jobs started since the last sync and re-rank those whose
+        threshold crossing is due. A walk stops where its pass stops, so jobs that stopped further on stay filed
+        (every reader skips them by status) until a sweep, once the index holds twice as many jobs as after the
+        last one."""
         running = self.status
+        stopped, self._stopped = self._stopped, []
+        for job in stopped:
+            if job.status is not running:
+                self._drop(job)
+        if len(self._where) >= self._sweep_at:
+            for bucket in self.buckets:
+                stopped = [job for job in bucket if job.status is not running]
+                for job in stopped:
+                    self._drop(job)
+            self._sweep_at = max(SWEEP_AT, 2 * len(self._where))
+        fresh, self._fresh = self._fresh, []
         for job in fresh:
             if job.status is running:
                 self._file(job)
         self._refile_due(now)
 
-    def worst_first(self, now: float, may_preempt: Callable[[JobView], bool]) -> list[tuple[JobView, int]]:
-        """Running jobs that ``may_preempt`` allows, by (queue, arrival) descending, with their queue; jobs that
-        stopped running since they were filed are dropped here."""
+    def worst_first(self, now: float, may_preempt: Callable[[JobView], bool]) -> Iterator[tuple[JobView, int]]:
+        """Running jobs that ``may_preempt`` allows, by (queue, arrival) descending, with their queue, as far as the
+        caller draws (the index is synced now, not at the first draw; nothing may change it while walking)."""
         self.sync(now)
-        out: list[tuple[JobView, int]] = []
-        stale: list[JobView] = []
-        running = self.status
+        return self._walk_worst(may_preempt)
+
+    def _walk_worst(self, may_preempt: Callable[[JobView], bool]) -> Iterator[tuple[JobView, int]]:
+        running, stopped = self.status, self._stopped
         for q in range(len(self.buckets) - 1, -1, -1):
             for job in reversed(self.buckets[q]):
                 if job.status is not running:
-                    stale.append(job)
+                    stopped.append(job)
                 elif may_preempt(job):
-                    out.append((job, q))
-        for job in stale:
-            self._drop(job)
-        return out
+                    yield job, q

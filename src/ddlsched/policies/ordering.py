@@ -54,9 +54,10 @@ class Ordering(ABC):
     def left_queue(self, job: JobView) -> None:  # noqa: B027 - optional hook
         """The policy started ``job`` (for an ordering that keeps indexes; see :meth:`pending_ranked`)."""
 
-    def victims(self, view: SchedulerView, may_preempt: Callable[[JobView], bool]) -> list[tuple[JobView, Any]]:
+    def victims(self, view: SchedulerView, may_preempt: Callable[[JobView], bool]) -> Iterable[tuple[JobView, Any]]:
         """Running jobs ``may_preempt`` allows, worst first — by (preempt class, key) descending — each with its
-        preempt class. The default ranks and sorts every running job; an ordering may keep an index instead."""
+        preempt class. The pass draws only as many as it needs. The default ranks and sorts every running job; an
+        ordering may keep an index and yield from it instead."""
         ranks = {j.job_id: self.rank(j) for j in view.running}
         chosen = sorted((j for j in view.running if may_preempt(j)), key=lambda j: ranks[j.job_id], reverse=True)
         return [(j, ranks[j.job_id][0]) for j in chosen]
@@ -211,7 +212,7 @@ class Tiresias(Ordering):
             self._queued.left(job)
         self._running_index().started(job)
 
-    def victims(self, view: SchedulerView, may_preempt: Callable[[JobView], bool]) -> list[tuple[JobView, Any]]:
+    def victims(self, view: SchedulerView, may_preempt: Callable[[JobView], bool]) -> Iterable[tuple[JobView, Any]]:
         return self._running_index().worst_first(view.now, may_preempt)
 
     def next_change(self, view: SchedulerView) -> float | None:
