@@ -104,8 +104,8 @@ class FreeIndex:
         old = self._count[server]
         new = old + delta
         bit = 1 << server
-        self._bucket[old] &= ~bit
-        self._bucket[new] |= bit
+        self._bucket[old] ^= bit  # set there (server s has ``old`` free), clear in ``new``: XOR moves it
+        self._bucket[new] ^= bit
         self._count[server] = new
         self._num_free += delta
 
@@ -119,8 +119,8 @@ class FreeIndex:
             free.remove(g)
             old = count[s]
             bit = 1 << s
-            bucket[old] &= ~bit
-            bucket[old - 1] |= bit
+            bucket[old] ^= bit  # the server's bit moves from bucket old to old − 1 (see _move)
+            bucket[old - 1] ^= bit
             count[s] = old - 1
             self._num_free -= 1
         self.changes += 1
@@ -135,8 +135,8 @@ class FreeIndex:
             free.add(g)
             old = count[s]
             bit = 1 << s
-            bucket[old] &= ~bit
-            bucket[old + 1] |= bit
+            bucket[old] ^= bit
+            bucket[old + 1] ^= bit
             count[s] = old + 1
             self._num_free += 1
         self.changes += 1
@@ -223,8 +223,8 @@ class Allocation(FreeIndex):
                 free.add(g)
             new = len(free)
             bit = 1 << s
-            bucket[new - delta] &= ~bit
-            bucket[new] |= bit
+            bucket[new - delta] ^= bit  # from the bucket of its old count to its new one (see FreeIndex._move)
+            bucket[new] ^= bit
             self._num_free += delta
         self._counts = None
 

@@ -11,9 +11,9 @@ advance, ``Tiresias._queue_until``'s "until". So each index re-ranks only the jo
   preemption) and of starts from the policy (``left``); it re-ranks at every pass, as the full ranking did.
 * :class:`RunningByClass` learns of starts from the policy (``started``); it yields victims worst first as far as
   the pass draws; finished and preempted jobs a walk meets drop out at the next sync, the rest at a sweep once the
-  index has doubled since the last one. Its jobs are re-ranked only where the full pass ranked every running job (when it needed victims or a
-  wake-up time), because a running job's "until" is computed from the time it is ranked and float rounding would
-  otherwise differ in the last bit.
+  index has doubled since the last one. Its jobs are re-ranked only where the full pass ranked every running job
+  (when it needed victims or a wake-up time), because a running job's "until" is computed from the time it is
+  ranked and float rounding would otherwise differ in the last bit.
 
 Walks are in the order a full rank-and-sort gives (``tests/test_las_queues.py`` checks both indexes against full
 rescans at every pass), so records are byte-identical; a pass costs O(changes + jobs walked) instead of
