@@ -5,14 +5,15 @@ Trace: ``philly_mix`` (the Philly size mix, models uniform over the Wang profile
 Poisson arrivals. The rate for the target load is found once per cluster by a pilot of 5,000 jobs: rate =
 pilot_rate × target ÷ the pilot's measured offered load (load is linear in the rate), and the run reports the
 offered load it really got. Each cell runs in a fresh subprocess (its own peak memory), each policy of
-``--policies`` (default ``fifo+consolidated``) with max-min contention. Runs of up to 200,000 jobs record the time
-series and report the realised load (``gpu_utilization_window``, the busy-GPU share over the arrival window); larger
-ones do not (``record_timeseries=False``: a million-job step series is not the point) and leave the column empty.
+``--policies`` (default ``fifo+consolidated``) with max-min contention, no time series (``record_timeseries=False``:
+a million-job step series is not the point) unless ``--timeseries``, which also fills the realised-load column
+(``gpu_utilization_window``, the busy-GPU share over the arrival window).
 ``cpu_s`` is the cell's CPU time (user + system), the better figure when other work shares the machine.
 
     python benchmarks/bench_scale.py --jobs 10000,100000 --gpus 512,2048     # the cost curve
     python benchmarks/bench_scale.py --jobs 1000000 --gpus 16384             # the million-job run
-    python benchmarks/bench_scale.py --jobs 100000 --gpus 512,2048 --policies fifo+consolidated,tiresias+consolidated
+    python benchmarks/bench_scale.py --jobs 100000 --gpus 512,2048 --timeseries \
+        --policies fifo+consolidated,tiresias+consolidated                 # policies side by side
     python benchmarks/bench_scale.py --plot docs/images/scale.png A.md B.md    # the cost curve from saved tables
 
 ``--out FILE.md`` also writes the table to a file; ``--plot PNG TABLE.md...`` draws CPU time and peak memory
@@ -31,7 +32,6 @@ import time
 
 PILOT_JOBS = 5_000
 PILOT_RATE = 0.05  # jobs/s; rescaled to the target load
-TIMESERIES_UP_TO = 200_000  # jobs: larger runs skip the step series (and so the realised load)
 
 
 def cluster(gpus: int):  # -> Cluster (imported lazily)
@@ -45,7 +45,7 @@ def cluster(gpus: int):  # -> Cluster (imported lazily)
     return Cluster.build(f"scale{gpus}", layout, {"V100": GPU_TYPES["V100"]}, oversubscription=2.0)
 
 
-def run(jobs: int, gpus: int, rate: float, policy: str = "fifo+consolidated") -> dict:
+def run(jobs: int, gpus: int, rate: float, policy: str = "fifo+consolidated", series: bool = False) -> dict:
     from ddlsched import native
     from ddlsched.engine import SimConfig, run_simulation
     from ddlsched.metrics.summary import summarize
@@ -56,7 +56,6 @@ def run(jobs: int, gpus: int, rate: float, policy: str = "fifo+consolidated") ->
     trace = philly_mix(jobs, seed=0, rate_per_s=rate)
     c = cluster(gpus)
     t_gen = time.perf_counter() - t0
-    series = jobs <= TIMESERIES_UP_TO
     r = run_simulation(c, trace.jobs, make_policy(policy), SimConfig(record_timeseries=series))
     s = summarize(r)
     return {"policy": policy, "jobs": jobs, "gpus": gpus, "rate_per_s": rate, "completed": s["jobs_completed"],
@@ -84,6 +83,7 @@ def main() -> None:
     ap.add_argument("--gpus", default="512,2048,16384")
     ap.add_argument("--load", type=float, default=0.7)
     ap.add_argument("--policies", default="fifo+consolidated", help="comma-separated; each runs every cell")
+    ap.add_argument("--timeseries", action="store_true", help="record the time series and report the realised load")
     ap.add_argument("--out", help="also write the Markdown table to this file")
     ap.add_argument("--plot", nargs="+", metavar=("PNG", "TABLE"), help="draw the cost curve from saved tables")
     ap.add_argument("--cell", help=argparse.SUPPRESS)
@@ -103,7 +103,7 @@ def main() -> None:
         rate = pilot["rate_per_s"] * a.load / pilot["offered_load"]
         for jobs in (int(j) for j in a.jobs.split(",")):
             for policy in a.policies.split(","):
-                r = cell(jobs, gpus, rate, policy)
+                r = cell(jobs, gpus, rate, policy, a.timeseries)
                 lines.append("| " + " | ".join(str(r[c]) for c in cols) + " |")
                 print(lines[-1], flush=True)
     if a.out:

@@ -19,9 +19,10 @@ _SPEC.loader.exec_module(bs)
 
 @pytest.mark.parametrize("policy", ["fifo+consolidated", "tiresias+consolidated"])
 def test_cell_reports_policy_and_realised_load(policy: str) -> None:
-    r = bs.run(300, 512, 0.05, policy)
+    r = bs.run(300, 512, 0.05, policy, True)
     assert r["policy"] == policy and r["jobs"] == 300 and r["completed"] == 300
     assert 0 < r["realised_load"] <= 1.0 and r["offered_load"] > 0
+    assert bs.run(300, 512, 0.05, policy)["realised_load"] == ""  # no time series, no realised load
     assert r["preemptions"] >= 0 and (policy != "fifo+consolidated" or r["preemptions"] == 0)
 
 
