@@ -94,15 +94,39 @@ def main() -> None:
     if a.plot:
         plot(a.plot[0], a.plot[1:])
         return
+    def counts(flag: str, text: str) -> list[int]:
+        try:
+            got = [int(v) for v in text.split(",")]
+        except ValueError:
+            got = []
+        if not got or min(got) < 1:
+            ap.error(f"{flag}: expected comma-separated positive integers, got {text!r}")
+        return got
+
+    jobs_list, gpus_list = counts("--jobs", a.jobs), counts("--gpus", a.gpus)
+    if not 0 < a.load < 10:  # also rejects nan
+        ap.error(f"--load: expected an offered load in (0, 10), got {a.load}")
+    for gpus in gpus_list:
+        if gpus % 256:
+            ap.error(f"--gpus: {gpus} is not a multiple of 256 (racks of 32 servers × 8 GPUs)")
+    policies = [p.strip() for p in a.policies.split(",")]
+    from ddlsched.errors import DdlschedError
+    from ddlsched.policies import make_policy
+
+    for policy in policies:  # a wrong name fails here, before any pilot runs
+        try:
+            make_policy(policy)
+        except DdlschedError as e:
+            ap.error(f"--policies: {e}")
     cols = ["policy", "jobs", "gpus", "offered_load", "realised_load", "completed", "preemptions", "gen_s", "sim_s",
             "total_s", "cpu_s", "events_per_s", "peak_mib", "avg_jct_h", "avg_queue_h", "build"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     print("\n".join(lines), flush=True)
-    for gpus in (int(g) for g in a.gpus.split(",")):
+    for gpus in gpus_list:
         pilot = cell(PILOT_JOBS, gpus, PILOT_RATE * gpus / 512)
         rate = pilot["rate_per_s"] * a.load / pilot["offered_load"]
-        for jobs in (int(j) for j in a.jobs.split(",")):
-            for policy in a.policies.split(","):
+        for jobs in jobs_list:
+            for policy in policies:
                 r = cell(jobs, gpus, rate, policy, a.timeseries)
                 lines.append("| " + " | ".join(str(r[c]) for c in cols) + " |")
                 print(lines[-1], flush=True)

@@ -46,3 +46,16 @@ def test_plot_reads_fifo_rows_only(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     bs.plot(str(tmp_path / "c.png"), [str(table)])
     assert drawn == [[1.0, 2.0], [50.0, 70.0]]
     assert (tmp_path / "c.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize(("args", "flag"), [(["--policies", "fifo,nosuch"], "--policies"),
+                                            (["--jobs", "10k"], "--jobs"), (["--gpus", "500"], "--gpus"),
+                                            (["--load", "nan"], "--load"), (["--jobs", "0"], "--jobs")])
+def test_bad_flags_exit_2_naming_the_flag_before_any_run(args: list[str], flag: str, capsys: pytest.CaptureFixture,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["bench_scale.py", *args])
+    monkeypatch.setattr(bs, "cell", lambda *a: pytest.fail("a cell ran despite a bad flag"))
+    with pytest.raises(SystemExit) as e:
+        bs.main()
+    assert e.value.code == 2
+    assert flag in capsys.readouterr().err
