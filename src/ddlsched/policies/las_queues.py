@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ddlsched._mypyc import mypyc_attr
 from ddlsched.engine.jobview import JobView
@@ -38,6 +38,7 @@ INF = float("inf")
 SWEEP_AT = 1024
 """Filed running jobs at which :class:`RunningByClass` first sweeps out the ones that stopped."""
 Classify = Callable[[JobView], tuple[int, float]]
+Classified = dict[str, tuple[int, float, tuple[Any, ...]]]
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -45,14 +46,16 @@ class _ByClass:
     """Jobs of one status in one bucket per queue (arrival order inside) and a heap of their "until" times.
 
     ``classify(job) -> (queue, until)`` is exact for a job of that status at the current time and changes only at
-    ``until`` or when the job changes status; ``until_now(job)`` is the "until" it was last classified with.
+    ``until`` or when the job changes status; ``classified[job_id]`` is ``(queue, until, token)`` as it was last
+    classified (the classifier's own cache, read here directly: a call through a callable is a generic call from
+    compiled code, and the stale-entry checks make one per heap entry).
     """
 
     status: JobStatus
 
-    def __init__(self, n_queues: int, classify: Classify, until_now: Callable[[JobView], float]) -> None:
+    def __init__(self, n_queues: int, classify: Classify, classified: Classified) -> None:
         self._classify = classify
-        self._until_now = until_now
+        self._classified = classified
         self.buckets: list[PendingQueue[JobView]] = [PendingQueue() for _ in range(n_queues)]
         self._where: dict[str, int] = {}  # job id -> bucket it is filed in
         self._due: list[tuple[float, int, int, JobView]] = []  # (until, seq, push count, job): min-heap
@@ -81,18 +84,18 @@ class _ByClass:
 
     def _refile_due(self, now: float) -> None:
         """Re-rank the jobs whose "until" has come (``now`` is not before it)."""
-        due, status, until_now = self._due, self.status, self._until_now
+        due, status, classified = self._due, self.status, self._classified
         while due and not now < due[0][0]:
             until, _, _, job = heapq.heappop(due)
-            if job.status is status and until_now(job) == until:
+            if job.status is status and classified[job.job_id][1] == until:
                 self._file(job)
 
     def earliest_change(self) -> float:
         """The earliest "until" of a filed job (``inf``: none); drops heap entries that are out of date."""
-        due, status, until_now = self._due, self.status, self._until_now
+        due, status, classified = self._due, self.status, self._classified
         while due:
             until, _, _, job = due[0]
-            if job.status is status and until_now(job) == until:
+            if job.status is status and classified[job.job_id][1] == until:
                 return until
             heapq.heappop(due)
         return INF
@@ -104,8 +107,8 @@ class QueuedByClass(_ByClass):
 
     status = JobStatus.PENDING
 
-    def __init__(self, n_queues: int, classify: Classify, until_now: Callable[[JobView], float]) -> None:
-        super().__init__(n_queues, classify, until_now)
+    def __init__(self, n_queues: int, classify: Classify, classified: Classified) -> None:
+        super().__init__(n_queues, classify, classified)
         self._mark = 0
 
     def sync(self, view: SchedulerView) -> None:
@@ -136,8 +139,8 @@ class RunningByClass(_ByClass):
 
     status = JobStatus.RUNNING
 
-    def __init__(self, n_queues: int, classify: Classify, until_now: Callable[[JobView], float]) -> None:
-        super().__init__(n_queues, classify, until_now)
+    def __init__(self, n_queues: int, classify: Classify, classified: Classified) -> None:
+        super().__init__(n_queues, classify, classified)
         self._fresh: list[JobView] = []  # started since the last sync
         self._stopped: list[JobView] = []  # met by a walk after they stopped running, dropped at the next sync
         self._sweep_at = SWEEP_AT

@@ -145,18 +145,15 @@ class Tiresias(Ordering):
         self._cache.clear()
         self._queued = self._running = None
 
-    def _until_now(self, job: JobView) -> float:
-        return self._cache[job.job_id][1]
-
     def _index(self, view: SchedulerView) -> QueuedByClass:
         if self._queued is None:
-            self._queued = QueuedByClass(len(self.thresholds) + 1, self._queue_until, self._until_now)
+            self._queued = QueuedByClass(len(self.thresholds) + 1, self._queue_until, self._cache)
         self._queued.sync(view)
         return self._queued
 
     def _running_index(self) -> RunningByClass:
         if self._running is None:
-            self._running = RunningByClass(len(self.thresholds) + 1, self._queue_until, self._until_now)
+            self._running = RunningByClass(len(self.thresholds) + 1, self._queue_until, self._cache)
         return self._running
 
     def _raw(self, job: JobView) -> float:
