@@ -3,18 +3,14 @@ reads only the ``fifo+consolidated`` rows of a table."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_scale.py"
-_SPEC = importlib.util.spec_from_file_location("bench_scale", _PATH)
-assert _SPEC is not None and _SPEC.loader is not None
-bs = importlib.util.module_from_spec(_SPEC)
-sys.modules[_SPEC.name] = bs
-_SPEC.loader.exec_module(bs)
+from benchmark_module import load
+
+bs = load("bench_scale")
 
 
 @pytest.mark.parametrize("policy", ["fifo+consolidated", "tiresias+consolidated"])

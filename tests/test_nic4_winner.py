@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "nic4_winner.py"
-_SPEC = importlib.util.spec_from_file_location("nic4_winner", _PATH)
-assert _SPEC is not None and _SPEC.loader is not None
-nw = importlib.util.module_from_spec(_SPEC)
-sys.modules[_SPEC.name] = nw
-_SPEC.loader.exec_module(nw)
+from benchmark_module import load
+
+nw = load("nic4_winner")
 
 
 def test_base_is_the_suites_nic4() -> None:

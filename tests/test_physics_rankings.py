@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "physics_rankings.py"
-_SPEC = importlib.util.spec_from_file_location("physics_rankings", _PATH)
-assert _SPEC is not None and _SPEC.loader is not None
-pr = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(pr)
+from benchmark_module import load
+
+pr = load("physics_rankings")
 
 
 def test_only_luo2024_prints_its_table_alone(capsys: pytest.CaptureFixture[str]) -> None:

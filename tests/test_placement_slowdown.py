@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
+from benchmark_module import load
 from ddlsched.cluster.presets import GPU_TYPES
 from ddlsched.cluster.topology import Cluster, ServerSpec
 from ddlsched.perf import make_perf_model
 from ddlsched.workload.profiles import ModelProfile
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "placement_slowdown.py"
-_SPEC = importlib.util.spec_from_file_location("placement_slowdown", _PATH)
-assert _SPEC is not None and _SPEC.loader is not None
-ps = importlib.util.module_from_spec(_SPEC)
-sys.modules[_SPEC.name] = ps  # dataclasses look their module up there
-_SPEC.loader.exec_module(ps)
+ps = load("placement_slowdown")
 
 M = 100e6          # gradient bytes
 C = 10e9 / 8       # NIC, bytes/s (10 Gb/s)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
+from benchmark_module import load
 from ddlsched.testbed.executor import JobMeasurement, RunResult
 from ddlsched.testbed.scenarios import VALIDATION, validation_suite
 
@@ -15,11 +15,7 @@ COMM = {"a": 1.17, "b": 1.33, "c": 1.46}  # ≈ run 12's means (s per iteration)
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("tcp_gamma_sensitivity",
-                                                  ROOT / "benchmarks" / "tcp_gamma_sensitivity.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load("tcp_gamma_sensitivity")
 
 
 def _saved(tmp: Path) -> Path:

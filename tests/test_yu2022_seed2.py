@@ -3,19 +3,14 @@ what they name (docs/reproductions.md, Yu et al. MobiHoc'22, Fig. 4, seed 2)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 
+from benchmark_module import load
 from ddlsched.experiments import yu2022
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "yu2022_seed2.py"
-_SPEC = importlib.util.spec_from_file_location("yu2022_seed2", _PATH)
-assert _SPEC is not None and _SPEC.loader is not None
-diag = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(diag)
+diag = load("yu2022_seed2")
 
 
 @pytest.mark.parametrize("algorithm", ["sjf-bco", "ff", "ls"])
