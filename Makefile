@@ -9,7 +9,8 @@ STAMP := $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,plots,parquet,ray,lp]'
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev,plots,parquet,ray,lp,live,service,browser]'
 	touch $(STAMP)
 
 DEMO_STAMP := $(VENV)/.demo-stamp

@@ -77,6 +77,7 @@ class Core:
         self.busy_gpu_s = 0.0
         self.progress = progress
         self.skipped = skipped
+        self._ids: set[str] = set()  # every job id given to this run (duplicates are an error)
         self._model_name: str = model.name
         self._nonphysical: frozenset[str] = model.nonphysical
         model.bind(self)
@@ -129,7 +130,7 @@ class Core:
                 order = sorted(order, key=lambda i: (arrivals[i], i))
                 break
         max_mem = max(gt.mem_mb for gt in cluster.gpu_types.values())
-        seen: set[str] = set()
+        seen = self._ids
         out: list[JobState] = []
         profiles: dict[str, ModelProfile] = {}  # the catalog's answers, looked up once per model name
         for seq, i in enumerate(order):
@@ -153,12 +154,27 @@ class Core:
             out.append(st)
         return out
 
+    def submit(self, spec: JobSpec) -> JobState | None:
+        """Add one job while the run is going (live runs: a submission through the service). It is prepared and
+        checked exactly like a trace's job; a job that can never run is rejected (None, its row in ``rejected``).
+        Its arrival must not be before the last arrival already queued (arrivals stay in time order)."""
+        if self.arrivals and spec.arrival_s < self.arrivals[-1].arrival_s:
+            raise SimulationError(f"job {spec.job_id!r} submitted at {spec.arrival_s} s, before the last arrival "
+                                  f"({self.arrivals[-1].arrival_s} s)")
+        before = len(self.rejected)
+        states = self._prepare_states([spec])
+        if len(self.rejected) > before:
+            return None
+        self.arrivals.append(states[0])
+        return states[0]
+
     # ---------------------------------------------------------------- the loop
     def run(self) -> SimResult:
         t0 = wallclock.perf_counter()
         model, policy, heap, arrivals = self.model, self.policy, self.heap, self.arrivals
         records = self.records
         settles = type(model).settle is not ExecutionModel.settle
+        holds = type(model).hold is not ExecutionModel.hold  # a live model: its clock, not the heap, sets the pace
         heappop = heapq.heappop
         record_ts, audit, progress = self._record_ts, self._audit, self.progress
         n_arr, i = len(arrivals), 0
@@ -175,6 +191,9 @@ class Core:
             t_evt = heap[0][0] if heap else math.inf
             t_arr = arrivals[i].arrival_s if i < n_arr else math.inf
             now = t_evt if t_evt < t_arr else t_arr
+            if holds and model.hold(now):
+                n_arr = len(arrivals)  # Core.submit may have added arrivals
+                continue
             if now == math.inf:
                 break
             if now < self.now:

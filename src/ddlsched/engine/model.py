@@ -114,6 +114,15 @@ class ExecutionModel(ABC):
     def on_event(self, kind: int, key: str, version: int) -> None:
         """Process one of the model's own events at the core's ``now``."""
 
+    def hold(self, t_next: float) -> bool:
+        """Live models only (their time is a clock's, not the heap's): wait in real time until ``t_next`` (the core's
+        next event or arrival, ``inf`` if none) or until something happens outside the run (an executor reports a job,
+        a job is submitted through :meth:`ddlsched.engine.core.Core.submit`), whichever comes first. Return True when
+        the outside world pushed events or arrivals (the core then looks again), False to go on to ``t_next``
+        (``inf``: the run is over). A simulation never waits: the base class is not called (the core checks whether a
+        model overrides it)."""
+        return False
+
     def settle(self) -> None:  # noqa: B027 - optional hook
         """Work that happens at an instant after its events and arrivals, before the policy is asked (e.g. instant
         synchronisations, re-timing after resources were released)."""
