@@ -135,9 +135,11 @@ def simulate(trace: str | Path | Trace | Sequence[JobSpec], cluster: str | Path 
              load_scale: float = 1.0, window: str | None = None, trace_format: str | None = None,
              trace_options: dict[str, Any] | None = None, models: str | Path | None = None,
              catalog: ModelCatalog | None = None, plugins: Iterable[str] = (), timeseries: bool = True,
-             progress: Callable[[float, int, int], None] | None = None) -> Result:
+             progress: Callable[[float, int, int], None] | None = None,
+             tenants: str | Path | None = None) -> Result:
     """Simulate ``policy`` on ``trace`` (a path, a loaded :class:`Trace`, or JobSpecs) and ``cluster`` (a preset,
-    a cluster file, or a :class:`Cluster`). Options mirror ``ddlsched simulate``'s flags."""
+    a cluster file, or a :class:`Cluster`). Options mirror ``ddlsched simulate``'s flags (``tenants``: a tenants
+    file, as ``--tenants``; it replaces a ``tenants:`` section of the cluster file)."""
     from ddlsched.engine.run import SimConfig, run_simulation
     from ddlsched.metrics.summary import summarize
     from ddlsched.policies.registry import load_plugin
@@ -145,6 +147,10 @@ def simulate(trace: str | Path | Trace | Sequence[JobSpec], cluster: str | Path 
     for p in plugins:
         load_plugin(p)
     c = load_cluster(cluster, seed=seed)
+    if tenants is not None:
+        from ddlsched.cluster.tenants import attach, load_tenants_file
+
+        c = attach(c, load_tenants_file(tenants, c))
     notes: list[str] = []
     skipped = 0
     label = ""
@@ -174,6 +180,9 @@ def simulate(trace: str | Path | Trace | Sequence[JobSpec], cluster: str | Path 
     config = SimConfig(perf_model=perf_model, perf_params=dict(perf_params or {}),
                        model_params=dict(model_params or {}), restart_penalty_s=restart_penalty_s, seed=seed,
                        record_timeseries=timeseries)
+    if c.tenants is not None:
+        line = c.tenants.note([j.user for j in jobs])
+        notes += [line] if line else []
     raw = run_simulation(c, jobs, _policy(policy, policy_params), config, catalog=catalog or default_catalog(),
                          progress=progress, skipped=skipped)
     summary = summarize(raw)

@@ -145,6 +145,50 @@ REPRODUCTION_METRICS: dict[str, str] = {
                             "and the job list; not in summary.json",
 }
 
+FAIRNESS_FIELDS: dict[str, str] = {
+    "tenants": "per tenant (TENANT_FIELDS), every tenant of the run's tenants file, the default tenant included",
+    "jain_index": "Jain's index (Σx)² ÷ (n Σx²) over the tenants' normalised_share x (tenants with an "
+                  "entitlement > 0): 1 = every tenant got the same fraction of its entitlement",
+    "rho_max": "largest per-job rho over the measured jobs",
+    "rho_gt1_frac": "fraction of the measured jobs with rho > 1 (finished later than on their isolated share)",
+    "share_bucket_s": "width of the time buckets of tenant_shares.csv (the whole run, first arrival to last "
+                      "finish, cut into 100)",
+}
+"""Summary keys present only when the run's cluster has tenants (docs/policies/fairness.md)."""
+
+TENANT_FIELDS: dict[str, str] = {
+    "jobs": "measured completed jobs of the tenant",
+    "avg_jct_s": "mean jct_s over the tenant's measured jobs",
+    "p95_jct_s": "95th-percentile jct_s (linear interpolation) over the tenant's measured jobs",
+    "gpu_s_received": "Σ num_gpus × run_s over the tenant's completed jobs (whole run)",
+    "gpu_s_entitled": "Σ over time buckets of the tenant's entitled_gpus × bucket width (whole run)",
+    "normalised_share": "gpu_s_received ÷ gpu_s_entitled (1 = exactly its weighted fair share)",
+}
+
+FAIRNESS_RECORD_FIELDS: dict[str, str] = {
+    "job_id": "the job's id in the trace",
+    "tenant": "the tenant the job counts under (its trace user mapped by the tenants file, else the default)",
+    "jct_s": "the job's jct_s",
+    "ideal_run_s": "the job's ideal_run_s",
+    "jobs_in_system_avg": "time-average over [arrival_s, finish_s] of the completed jobs of the run that had "
+                          "arrived and not finished (the job itself included)",
+    "isolated_s": "ideal_run_s × jobs_in_system_avg: the job's time on an isolated 1/n share of the cluster "
+                  "(Themis), n the average number of jobs in the system over its lifetime",
+    "rho": "finish-time fairness jct_s ÷ isolated_s (> 1: the job did worse than on its isolated share)",
+}
+
+SHARE_FIELDS: dict[str, str] = {
+    "bucket_start_s": "start of the time bucket",
+    "bucket_s": "width of the time bucket",
+    "tenant": "tenant name",
+    "demand_gpus": "time-average over the bucket of Σ num_gpus of the tenant's jobs that had arrived and not "
+                   "finished",
+    "entitled_gpus": "the tenant's weighted max-min fair share of the cluster's GPUs given every tenant's "
+                     "demand_gpus in the bucket (never more than its demand)",
+    "received_gpus": "GPUs the tenant's jobs held, averaged over the bucket; each job's num_gpus × run_s is "
+                     "spread evenly over [first_start_s, finish_s] (exact for a job never preempted)",
+}
+
 TIMESERIES_FIELDS: dict[str, str] = {
     "time_s": "instant of the sample (a row is written when a value changes)",
     "busy_gpus": "GPUs held by at least one job from this instant on",
@@ -212,7 +256,12 @@ def markdown() -> str:
                      + table("Summary (summary.json)", SUMMARY_FIELDS)
                      + table("Mechanism counters (summary.json → mechanisms)", MECHANISMS)
                      + table("Reproduction metrics (tables of `ddlsched reproduce`)", REPRODUCTION_METRICS)
-                     + table("Time series (timeseries.csv)", TIMESERIES_FIELDS) + _warnings_section()).rstrip() + "\n"
+                     + table("Time series (timeseries.csv)", TIMESERIES_FIELDS)
+                     + table("Fairness (summary.json, runs with tenants; docs/policies/fairness.md)", FAIRNESS_FIELDS)
+                     + table("Per tenant (summary.json → tenants)", TENANT_FIELDS)
+                     + table("Per-job finish-time fairness (fairness.csv, runs with tenants)", FAIRNESS_RECORD_FIELDS)
+                     + table("Shares over time (tenant_shares.csv, runs with tenants)", SHARE_FIELDS)
+                     + _warnings_section()).rstrip() + "\n"
 
 
 def _warnings_section() -> list[str]:

@@ -135,6 +135,9 @@ def mapping_options(f: Any) -> Any:
         click.option("--unknown-models", type=click.Choice(list(UNKNOWN_MODEL_RULES)), default=None,
                      help="A model name not in the catalogue: error (default) or map to a seeded default model."),
         click.option("--skip-invalid", is_flag=True, help="Skip invalid rows (they are counted and reported)."),
+        click.option("--tenant-column", default=None, metavar="NAME",
+                     help="generic_csv: read each job's tenant (user, VC, team) from column NAME (= --column "
+                          "user=NAME; docs/policies/fairness.md)."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -156,6 +159,9 @@ def trace_options(f: Any) -> Any:
         click.option("--load-scale", type=finite_float(*LOAD_SCALE_RANGE), default=1.0, show_default=True,
                      help="Divide inter-arrival times by this factor (>1 raises the offered load; 1e-6 to 1e6)."),
         click.option("--cluster", "cluster_spec", required=True, help="Cluster preset name or YAML/TOML file."),
+        click.option("--tenants", "tenants_file", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+                     help="Tenants file (weights, quotas, cohorts; replaces the cluster file's tenants: section; "
+                          "docs/policies/fairness.md)."),
         click.option("--perf-model", default=None,
                      help="Physics model (see 'policies'); default: the execution model's (fluid: maxmin)."),
         click.option("--perf-param", multiple=True, metavar="KEY=VALUE", help="Physics model parameter."),
@@ -198,6 +204,12 @@ def load_options(kw: dict[str, Any]) -> dict[str, Any]:
     opts: dict[str, Any] = {"skip_invalid": bool(kw.get("skip_invalid"))}
     if kw.get("columns"):
         opts["columns"] = parse_columns(kw["columns"])
+    if kw.get("tenant_column"):
+        cols = opts.setdefault("columns", {})
+        if cols.get("user", kw["tenant_column"]) != kw["tenant_column"]:
+            raise InputError(f"--tenant-column {kw['tenant_column']!r} and --column user={cols['user']!r} disagree",
+                             field="--tenant-column")
+        cols["user"] = kw["tenant_column"]
     for key in ("time_unit", "duration_unit", "gpu_unit", "fractional_gpus", "unknown_models"):
         if kw.get(key) is not None:
             opts[key] = kw[key]
@@ -216,11 +228,19 @@ def load_run_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
     measurement_window(kw)  # a bad --warmup/--cooldown fails before anything is loaded or simulated
     try:
         cluster = load_cluster_for(kw["cluster_spec"], seed=kw["seed"])
+        if kw.get("tenants_file"):
+            from ddlsched.cluster.tenants import attach, load_tenants_file
+
+            cluster = attach(cluster, load_tenants_file(kw["tenants_file"], cluster))
         w = load_workload_and_models(kw["trace_path"], seed=kw["seed"], fmt=kw["fmt"], options=load_options(kw),
                                      max_jobs=kw["max_jobs"], load_scale=kw["load_scale"], models=kw.get("models"),
                                      gpu_types=list(cluster.gpu_types), window=kw.get("window"))
     except DdlschedError as e:
         raise InputErrorExit(str(e)) from None
+    if cluster.tenants is not None:  # jobs whose user is no tenant count under the default tenant: say so
+        line = cluster.tenants.note([j.user for j in w.jobs])
+        if line:
+            w.notes.append(line)
     return cluster, w
 
 

@@ -47,6 +47,8 @@ def run_inputs(kw: dict[str, Any], policy: str, params: dict[str, Any]) -> dict[
             "columns": list(kw["columns"]), "time_unit": kw["time_unit"], "skip_invalid": kw["skip_invalid"],
             "max_jobs": kw["max_jobs"], "load_scale": kw["load_scale"], "cluster": kw["cluster_spec"],
             "cluster_sha256": digest(kw["cluster_spec"]), "perf_model": kw["perf_model"],
+            **({"tenants": kw["tenants_file"], "tenants_sha256": digest(kw["tenants_file"]),
+                "tenant_column": kw.get("tenant_column")} if kw.get("tenants_file") or kw.get("tenant_column") else {}),
             "perf_params": parse_kv(kw["perf_param"], "perf-param"),
             "model_params": parse_kv(kw["model_param"], "model-param"), "restart_penalty_s": kw["restart_penalty"],
             "seed": kw["seed"], "parquet": kw["parquet"]}

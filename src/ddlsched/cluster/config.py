@@ -68,6 +68,7 @@ class ClusterConfig(_Strict):
     network: NetworkConfig = NetworkConfig()
     gpu_types: dict[str, GPUTypeConfig] = Field(min_length=1)
     racks: list[RackGroupConfig] = Field(min_length=1)
+    tenants: dict[str, Any] | None = None  # validated against the built cluster (ddlsched.cluster.tenants)
 
     def build(self) -> Cluster:
         servers = sum(rg.count * sg.count for rg in self.racks for sg in rg.servers)
@@ -175,8 +176,13 @@ def load_cluster_file(path: str | Path) -> Cluster:
     except ValidationError as e:
         raise validation_error(e, str(p)) from None
     try:
-        return cfg.build()
+        cluster = cfg.build()
     except ConfigError as e:
         raise ConfigError(e.reason, path=str(p), field=e.field) from None
     except ValueError as e:
         raise ConfigError(str(e), path=str(p)) from None
+    if cfg.tenants is not None:
+        from ddlsched.cluster.tenants import attach, parse_tenants
+
+        cluster = attach(cluster, parse_tenants(cfg.tenants, cluster, str(p)))
+    return cluster

@@ -22,6 +22,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
+from typing import Any
 
 GBIT = 1e9 / 8.0  # bytes per second in one Gbit/s
 
@@ -84,6 +85,7 @@ class Cluster:
     _nic_rx: list[int] = field(default_factory=list, repr=False)
     _rack_up: list[int] = field(default_factory=list, repr=False)
     _rack_down: list[int] = field(default_factory=list, repr=False)
+    tenants: Any = field(default=None, repr=False, compare=False)  # ddlsched.cluster.tenants.TenantSet
 
     # ------------------------------------------------------------------ construction
     @classmethod

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ddlsched.engine.result import Records, SimResult
 from ddlsched.metrics.loadtime import load_over_time
 from ddlsched.metrics.summary import summarize
@@ -96,6 +98,15 @@ def write_run(result: SimResult, out: Path, *, parquet: bool = False, extra: dic
         write_records(out / "load.csv", load_over_time(result.records, result.timeseries, result.cluster.num_gpus))
     if result.rejected:
         write_records(out / "rejected.csv", result.rejected)
+    tenants = getattr(result.cluster, "tenants", None)
+    if tenants is not None:  # runs with tenants: per-job rho and the shares over time (docs/metrics.md)
+        from ddlsched.metrics.fairness import fairness
+
+        lo, hi = summary["window_start_s"], summary["window_end_s"]
+        inside = np.array([lo <= a <= hi for a in result.records.column("arrival_s")], dtype=bool)
+        _, rho_rows, share_rows = fairness(result.records, tenants, result.cluster.num_gpus, inside)
+        write_records(out / "fairness.csv", rho_rows)
+        write_records(out / "tenant_shares.csv", share_rows)
     write_json(out / "run.json", {"wall_s": round(result.wall_s, 3), "events": result.events,
                                   "events_per_s": round(result.events / result.wall_s) if result.wall_s else None})
     return summary

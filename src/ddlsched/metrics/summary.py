@@ -170,4 +170,10 @@ def summarize(result: SimResult, window: Window | None = None) -> dict[str, Any]
     missing = set(SUMMARY_FIELDS) - set(out)
     if missing:  # the vocabulary and this function must agree
         raise SimulationError(f"summary lacks {sorted(missing)}")
+    tenants = getattr(result.cluster, "tenants", None)
+    if tenants is not None:  # FAIRNESS_FIELDS (ddlsched.metrics.fairness)
+        from ddlsched.metrics.fairness import fairness
+
+        mask = None if window.empty else (all_arrivals >= start) & (all_arrivals <= end)
+        out.update(fairness(all_recs, tenants, result.cluster.num_gpus, mask)[0])
     return out
