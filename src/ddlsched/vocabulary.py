@@ -136,6 +136,9 @@ MECHANISMS: dict[str, str] = {
     "relaxation_greedy": "hare-alg1: relaxations filled by the greedy Smith's-rule fallback (no highspy)",
     "matchings": "allox: min-cost job-to-GPU matchings solved",
     "tuner_replays": "delay scheduling, search tuner: replays simulated to score candidate timers",
+    "reclaim_preemptions": "quota: borrowed jobs preempted to give a tenant its quota back",
+    "borrowed_starts": "quota: starts that took a tenant beyond its quota (borrowing idle GPUs)",
+    "fair_rounds": "fair-maxmin/ftf: rounds in which the allocation was decided afresh",
 }
 
 REPRODUCTION_METRICS: dict[str, str] = {

@@ -56,6 +56,9 @@ _BUILTIN_MODULES = (
     "ddlsched.policies.hare_allox",
     "ddlsched.policies.hare_fifo",
     "ddlsched.policies.hare_homo",
+    "ddlsched.policies.quota",
+    "ddlsched.policies.fair_maxmin",
+    "ddlsched.policies.ftf",
 )
 _loaded = False
 _plugins: dict[str, str] = {}  # spec -> module name

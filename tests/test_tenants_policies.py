@@ -1,0 +1,131 @@
+"""The tenant-aware policies (quota, fair-maxmin, ftf) on hand-computed cases, and properties of the family."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ddlsched
+from ddlsched.cluster.tenants import Tenant, TenantSet, attach
+from ddlsched.cluster.topology import Cluster, GPUType, ServerSpec
+from ddlsched.errors import ConfigError
+from ddlsched.workload import JobSpec
+
+
+def _cluster(gpus: int = 8, tenants: TenantSet | None = None) -> Cluster:
+    c = Cluster.build("h", [[ServerSpec(gpus, "V100", 10.0)]], {"V100": GPUType("V100", 32768)})
+    return attach(c, tenants) if tenants is not None else c
+
+
+def _ts(a: dict, b: dict) -> TenantSet:
+    def t(name: str, d: dict) -> Tenant:
+        return Tenant(name, d.get("weight", 1.0), d.get("quota", 0), {}, d.get("borrow_limit"), d.get("cohort"),
+                      d.get("cohort"))
+    return TenantSet({"A": t("A", a), "B": t("B", b), "default": t("default", {})}, "default")
+
+
+def _job(jid: str, user: str, arrival: float, dur: float, gpus: int = 1) -> JobSpec:
+    return JobSpec(jid, arrival, gpus, "resnet50", duration_s=dur, user=user)
+
+
+# B bursts onto the whole cluster at 0 (8 × 1 GPU, 1000 s); A asks for its quota of 4 at t = 100 (4 × 50 s).
+BURST = [_job(f"b{i}", "B", 0.0, 1000.0) for i in range(8)] + [_job(f"a{i}", "A", 100.0, 50.0) for i in range(4)]
+
+
+def _by_id(res: ddlsched.Result) -> dict[str, dict]:
+    return {r["job_id"]: r for r in res.records}
+
+
+def test_quota_reclaims_within_one_round() -> None:
+    c = _cluster(8, _ts({"quota": 4, "cohort": "x"}, {"quota": 4, "cohort": "x"}))
+    res = ddlsched.simulate(BURST, c, "quota")
+    r = _by_id(res)
+    # A's four jobs start in the pass that sees them arrive: B's four borrowed jobs (started last: b7..b4) are
+    # preempted there
+    assert [r[f"a{i}"]["first_start_s"] for i in range(4)] == [100.0] * 4
+    assert [r[f"a{i}"]["finish_s"] for i in range(4)] == pytest.approx([150.0] * 4)
+    assert [r[f"b{i}"]["preemptions"] for i in range(8)] == [0] * 4 + [1] * 4
+    # b0..b3 (B's quota) run on; b4..b7 restart at 150 (A done), pay the 30 s restart, then their last 900 s
+    assert [r[f"b{i}"]["finish_s"] for i in range(8)] == pytest.approx([1000.0] * 4 + [1080.0] * 4)
+    assert res.summary["mechanisms"]["reclaim_preemptions"] == 4
+    assert res.summary["mechanisms"]["borrowed_starts"] == 8  # b4..b7 at 0, and again at 150
+
+
+@pytest.mark.parametrize(("reclaim", "cohorts", "a_start"), [
+    ("never", ("x", "x"), 1000.0), ("cohort", ("y", "x"), 1000.0), ("cohort", ("x", "x"), 100.0),
+    ("always", ("y", "x"), 100.0), ("always", (None, None), 100.0), ("cohort", (None, None), 1000.0)])
+def test_quota_reclaim_modes(reclaim: str, cohorts: tuple, a_start: float) -> None:
+    c = _cluster(8, _ts({"quota": 4, "cohort": cohorts[0]}, {"quota": 4, "cohort": cohorts[1]}))
+    r = _by_id(ddlsched.simulate(BURST, c, "quota", policy_params={"reclaim": reclaim}))
+    assert r["a0"]["first_start_s"] == pytest.approx(a_start)
+
+
+def test_quota_borrow_limit_and_needs_tenants() -> None:
+    c = _cluster(8, _ts({"quota": 4}, {"quota": 4, "borrow_limit": 2}))
+    r = _by_id(ddlsched.simulate(BURST, c, "quota"))
+    assert sorted(r[f"b{i}"]["first_start_s"] for i in range(8))[:6] == [0.0] * 6
+    assert r["b6"]["first_start_s"] > 0 and r["b7"]["first_start_s"] > 0  # 4 + 2 at most
+    assert [r[f"a{i}"]["first_start_s"] for i in range(4)] == [100.0] * 4  # 2 free + 2 reclaimed
+    with pytest.raises(ConfigError, match="needs tenants"):
+        ddlsched.simulate(BURST, _cluster(8), "quota")
+
+
+def test_fair_maxmin_weighted_shares() -> None:
+    # A (weight 1) and B (weight 3) each queue 8 × 1 GPU at 0 on 8 GPUs: budgets 8·1/4 = 2 and 6
+    jobs = [_job(f"a{i}", "A", 0.0, 1000.0) for i in range(8)] + [_job(f"b{i}", "B", 0.0, 1000.0) for i in range(8)]
+    r = _by_id(ddlsched.simulate(jobs, _cluster(8, _ts({"weight": 1.0}, {"weight": 3.0})), "fair-maxmin"))
+    at_zero = sorted(j for j, rec in r.items() if rec["first_start_s"] == 0.0)
+    assert at_zero == ["a0", "a1", "b0", "b1", "b2", "b3", "b4", "b5"]
+    # at 1000 the demands are A 6, B 2: B sated at 2, A gets the other 6: everybody starts
+    assert all(rec["first_start_s"] == pytest.approx(1000.0) for j, rec in r.items() if j not in at_zero)
+
+
+def test_ftf_runs_the_job_furthest_behind_its_isolated_share() -> None:
+    # 1 GPU, rounds of 10 s. L (1000 s) runs from 0; S (10 s) arrives at 5. At the round at 10:
+    # L: n̄ = (1·5 + 2·5)/10 = 1.5, rho = (10 + 990)/(1000·1.5) = 0.667; S: n̄ = 2, rho = (5 + 10)/(10·2) = 0.75
+    jobs = [_job("L", "A", 0.0, 1000.0), _job("S", "A", 5.0, 10.0)]
+    r = _by_id(ddlsched.simulate(jobs, _cluster(1), "ftf", policy_params={"round_s": 10.0}))
+    assert r["S"]["first_start_s"] == pytest.approx(10.0) and r["S"]["finish_s"] == pytest.approx(20.0)
+    assert r["L"]["preemptions"] == 1 and r["L"]["finish_s"] == pytest.approx(20.0 + 30.0 + 990.0)
+    # fair-maxmin (one tenant, LAS: same class, running first) lets L finish first
+    r = _by_id(ddlsched.simulate(jobs, _cluster(1), "fair-maxmin", policy_params={"round_s": 10.0}))
+    assert r["S"]["first_start_s"] == pytest.approx(1000.0) and r["L"]["preemptions"] == 0
+
+
+_jobs = st.lists(st.tuples(st.sampled_from(["A", "B", "C"]), st.floats(0, 500), st.floats(1, 300),
+                           st.sampled_from([1, 1, 2, 4])), min_size=1, max_size=14)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jobs=_jobs, policy=st.sampled_from(["quota", "fair-maxmin", "ftf"]),
+       reclaim=st.sampled_from(["never", "cohort", "always"]), qa=st.integers(0, 4), qb=st.integers(0, 4))
+def test_family_completes_every_job_deterministically(jobs: list, policy: str, reclaim: str, qa: int,
+                                                      qb: int) -> None:
+    ts = _ts({"quota": qa, "cohort": "x", "weight": 2.0}, {"quota": qb, "cohort": "x"})
+    c = _cluster(8, ts)
+    specs = [_job(f"j{i}", u, a, d, g) for i, (u, a, d, g) in enumerate(jobs)]
+    params = {"reclaim": reclaim} if policy == "quota" else {"round_s": 60.0}
+    one = ddlsched.simulate(specs, c, policy, policy_params=params)
+    two = ddlsched.simulate(specs, c, policy, policy_params=params)
+    assert one.summary["jobs_completed"] == len(specs)
+    assert list(one.records.rows()) == list(two.records.rows())
+    assert 0.0 <= one.summary["rho_gt1_frac"] <= 1.0 and one.summary["rho_max"] > 0
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jobs=_jobs, qa=st.integers(0, 8))
+def test_quota_without_borrowing_never_exceeds_a_quota(jobs: list, qa: int) -> None:
+    # no borrowing → no reclaim → each job runs in one stretch [first_start, finish]: usage is exact from records
+    ts = _ts({"quota": qa, "borrow_limit": 0}, {"quota": 8 - qa, "borrow_limit": 0})
+    specs = [_job(f"j{i}", u if u != "C" else "A", a, d, g) for i, (u, a, d, g) in enumerate(jobs)]
+    specs = [s for s in specs if s.num_gpus <= (qa if s.user == "A" else 8 - qa)]
+    if not specs:
+        return
+    res = ddlsched.simulate(specs, _cluster(8, ts), "quota")
+    recs = list(res.records)
+    assert len(recs) == len(specs)
+    for r in recs:
+        t = r["first_start_s"]
+        used = sum(o["num_gpus"] for o in recs if o["user"] == r["user"] and o["first_start_s"] <= t < o["finish_s"])
+        assert used <= (qa if r["user"] == "A" else 8 - qa)
