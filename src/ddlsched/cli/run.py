@@ -82,6 +82,7 @@ def simulate(policy: str, policy_param: tuple[str, ...], out: str, overwrite: bo
         st.commit("run", run_inputs(kw, str(summary.get("policy", policy)), params))
     console.print(f"{cluster.describe()}; {len(jobs)} jobs; {_load_text(summary)}")
     console.print(summary_table([summary], f"{policy} on {cluster.name}"))
+    _fairness_table([summary])
     _window_note(summary)
     _warnings([summary])
     console.print(f"results in {out}/")
@@ -136,6 +137,7 @@ def compare(policies: str, out: str, overwrite: bool, resume: bool, make_report:
         target.finish(shared)
     console.print(f"{cluster.describe()}; {len(jobs)} jobs; {_load_text(rows[0])}")
     console.print(summary_table(rows, f"policies on {cluster.name}"))
+    _fairness_table(rows)
     _window_note(rows[0])
     _warnings(rows)
     note = mixed_models_note(rows)
@@ -143,6 +145,27 @@ def compare(policies: str, out: str, overwrite: bool, resume: bool, make_report:
         _note(note)
     console.print(f"results in {out}/ (comparison.csv, one folder per policy)")
     _maybe_report(make_report, out)
+
+
+def _fairness_table(rows: list[dict[str, Any]]) -> None:
+    """Runs with tenants: Jain's index, rho, and the least and most served tenant (docs/policies/fairness.md)."""
+    from rich.table import Table
+
+    fair = [r for r in rows if "tenants" in r]
+    if not fair:
+        return
+    t = Table(title="fairness across tenants")
+    for c in ("policy", "Jain", "max rho", "rho > 1 %", "least served (received ÷ entitled)", "most served"):
+        t.add_column(c, justify="left" if c == "policy" else "right")
+    for r in fair:
+        shares = sorted((d["normalised_share"], n) for n, d in r["tenants"].items()
+                        if d["normalised_share"] is not None)
+        ends = [f"{n} {x:.2f}" for x, n in (shares[0], shares[-1])] if shares else ["-", "-"]
+        frac = r.get("rho_gt1_frac")
+        t.add_row(str(r.get("policy")), "-" if r.get("jain_index") is None else f"{r['jain_index']:.3f}",
+                  "-" if r.get("rho_max") is None else f"{r['rho_max']:.2f}",
+                  "-" if frac is None else f"{100 * frac:.1f}", *ends)
+    console.print(t)
 
 
 def mixed_models_note(rows: list[dict[str, Any]]) -> str:

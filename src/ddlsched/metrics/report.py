@@ -257,8 +257,11 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, tit
     if len(data) > 1:
         links = "".join(f"<li><a href='#s{i}'>{html.escape(s)}</a></li>" for i, s in enumerate(data))
         hp.append(f"<ul>{links}</ul>")
+    taken: set[str] = set()
     for i, (scen, sd) in enumerate(data.items()):
         pols, meta = sd["policies"], sd["meta"]
+        tenant_md, tenant_html = _tenant_section(scen, [r for r in runs if r.scenario == scen], out, plots_dir,
+                                                 "" if len(data) == 1 else "-" + _slug(scen, taken))
         load = next(iter(pols.values()))["offered_load"]["mean"]
         head = f"{scen} — offered load {_fmt(load)}"
         win = window_text(meta)
@@ -285,11 +288,34 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None, tit
             hp.append(f"<img alt='{html.escape(ptitle)}' title='{html.escape(ptitle)}' "
                       f"src='data:image/png;base64,{b64}'>")
         hp.append("</div>")
+        md += tenant_md
+        hp += tenant_html
     hp.append(_SORT_JS + "</body></html>")
     (out / "report.md").write_text("\n".join(md) + "\n")
     page = out / "report.html"
     page.write_text("\n".join(hp) + "\n")
     return page
+
+
+def _tenant_section(scen: str, runs: list[Any], out: Path, plots_dir: Path,
+                    suffix: str) -> tuple[list[str], list[str]]:
+    """The per-tenant section (``ddlsched.metrics.report_tenants``) of a scenario whose runs have tenants."""
+    from ddlsched.metrics import report_tenants as rt
+
+    chosen = rt.tenant_runs(runs)
+    if not chosen:
+        return [], []
+    fair, rows = rt.tables(chosen)
+    png = plots_dir / f"tenant_shares{suffix}.png"
+    rt.plot_shares(chosen, png)
+    rel = png.relative_to(out).as_posix()
+    md = ["### Tenants", "", _md_table(rt.FAIR_HEAD, fair), "", _md_table(rt.HEAD, rows), "", rt.NOTE, "",
+          f"![GPU share over time per tenant]({rel})", "", f"Data: `{PLOTS_DIR}/{png.stem}.json`", ""]
+    b64 = base64.b64encode(png.read_bytes()).decode()
+    hp = ["<h3>Tenants</h3>", _html_table(rt.FAIR_HEAD, fair), _html_table(rt.HEAD, rows),
+          f"<p class='note'>{html.escape(rt.NOTE)}</p>",
+          f"<div class='figs'><img alt='GPU share over time per tenant' src='data:image/png;base64,{b64}'></div>"]
+    return md, hp
 
 
 def _write_table_csv(path: Path, data: dict[str, Any]) -> None:
