@@ -33,11 +33,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = {
     # name: (trace, window, cluster)
     "gavel": (ROOT / "data" / "traces" / "gavel_philly_vc" / "seed0", "30d:40d", "rack256"),
-    "philly": (ROOT / "data" / "traces" / "philly_pollux" / "philly.csv", "66.75d:69.75d", "philly512"),
+    "philly": (ROOT / "data" / "traces" / "philly_pollux" / "philly.csv", "66.75d:78.5d", "philly512"),
 }
 POLICIES = [("fifo", {}), ("tiresias", {}), ("quota", {}), ("quota", {"order": "las"}),
             ("quota", {"reclaim": "never"}), ("fair-maxmin", {}), ("ftf", {})]
-COLS = ["scenario", "policy", "jobs", "offered", "avg_jct_h", "vs_tiresias_pct", "jain", "rho_gt1_pct", "rho_max",
+COLS = ["scenario", "policy", "jobs", "offered", "quarters", "avg_jct_h", "vs_tiresias_pct", "jain", "rho_gt1_pct", "rho_max",
         "preemptions", "wall_s", "meets_targets"]
 
 
@@ -79,7 +79,9 @@ def scenario(name: str, policies: list[tuple[str, dict]], target: float, max_job
                                     load_scale=scale, timeseries=False)
             s = res.summary
             rows.append({"scenario": name, "policy": _label(policy, params), "jobs": s["jobs_completed"],
-                         "offered": round(s["offered_load"], 3), "avg_jct_h": s["avg_jct_s"] / 3600,
+                         "offered": round(s["offered_load"], 3),
+                         "quarters": f"{s['offered_load_min_quarter']:.2f}–{s['offered_load_max_quarter']:.2f}",
+                         "avg_jct_h": s["avg_jct_s"] / 3600,
                          "jain": s["jain_index"], "rho_gt1_pct": 100 * s["rho_gt1_frac"], "rho_max": s["rho_max"],
                          "preemptions": s["preemptions"], "wall_s": round(time.perf_counter() - t0, 1),
                          "unfinished": s["jobs_unfinished"]})

@@ -71,6 +71,8 @@ class RoundPolicy(Policy):
             self._next_round = now + self.round_s
             self._rounds += 1
             out = self._reallocate(view, ts)
+        elif view.num_free == 0:
+            out = []  # between rounds a pass only fills free GPUs: none
         else:
             out = self._fill(view, ts)
         out.append(WakeAt(self._next_round))
