@@ -37,8 +37,8 @@ SCENARIOS = {
 }
 POLICIES = [("fifo", {}), ("tiresias", {}), ("quota", {}), ("quota", {"order": "las"}),
             ("quota", {"reclaim": "never"}), ("fair-maxmin", {}), ("ftf", {})]
-COLS = ["scenario", "policy", "jobs", "offered", "quarters", "avg_jct_h", "vs_tiresias_pct", "jain", "rho_gt1_pct", "rho_max",
-        "preemptions", "wall_s", "meets_targets"]
+COLS = ["scenario", "policy", "jobs", "offered", "quarters", "avg_jct_h", "vs_tiresias_pct", "jain", "rho_gt1_pct",
+        "rho_max", "preemptions", "wall_s", "meets_targets"]
 
 
 def _label(policy: str, params: dict) -> str:
