@@ -98,7 +98,7 @@ _jobs = st.lists(st.tuples(st.sampled_from(["A", "B", "C"]), st.floats(0, 500), 
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(jobs=_jobs, policy=st.sampled_from(["quota", "fair-maxmin", "ftf"]),
+@given(jobs=_jobs, policy=st.sampled_from(["quota", "fair-maxmin", "fair-maxmin-het", "ftf"]),
        reclaim=st.sampled_from(["never", "cohort", "always"]), qa=st.integers(0, 4), qb=st.integers(0, 4))
 def test_family_completes_every_job_deterministically(jobs: list, policy: str, reclaim: str, qa: int,
                                                       qb: int) -> None:
@@ -129,3 +129,37 @@ def test_quota_without_borrowing_never_exceeds_a_quota(jobs: list, qa: int) -> N
         t = r["first_start_s"]
         used = sum(o["num_gpus"] for o in recs if o["user"] == r["user"] and o["first_start_s"] <= t < o["finish_s"])
         assert used <= (qa if r["user"] == "A" else 8 - qa)
+
+
+def test_het_lp_splits_fast_gpus_evenly() -> None:
+    # one FAST (speed 1) and one SLOW (0.5) GPU, tenants A and B with one 1-GPU job each, budgets 1 GPU each:
+    # max z with Θ_A, Θ_B ≥ z is 0.75: each job half a round on each type (the total 1.5 is also the maximum)
+    import numpy as np
+
+    from ddlsched.policies.fair_maxmin_het import solve
+
+    s = np.array([[1.0, 0.5], [1.0, 0.5]])
+    x = solve(np.array([1.0, 1.0]), s, np.array([1.0, 1.0]), np.array([0, 1]), np.array([1.0, 1.0]))
+    assert x is not None
+    theta = (x * s).sum(axis=1)
+    assert theta == pytest.approx([0.75, 0.75], abs=1e-6)
+
+
+def test_het_policy_alternates_the_fast_gpu() -> None:
+    # FAST and SLOW servers of 1 GPU each; A's job a and B's job b (same work) arrive at 0; rounds of 100 s.
+    # The LP gives each half a round on each type; the priority (share ÷ rounds received there) swaps them every
+    # round, so both progress at 0.75 of full speed and finish close together.
+    c = Cluster.build("het", [[ServerSpec(1, "FAST", 10.0), ServerSpec(1, "SLOW", 10.0)]],
+                      {"FAST": GPUType("FAST", 32768, 1.0), "SLOW": GPUType("SLOW", 32768, 0.5)})
+    c = attach(c, _ts({}, {}))
+    jobs = [_job("a", "A", 0.0, 3000.0), _job("b", "B", 0.0, 3000.0)]
+    res = ddlsched.simulate(jobs, c, "fair-maxmin-het", policy_params={"round_s": 100.0}, restart_penalty_s=0.0)
+    r = _by_id(res)
+    # 40 rounds of 100 s, 150 reference-seconds of progress per job per 200 s: both finish at 4000, swapping types
+    # at every round boundary but the first (39 preemptions each, migrated within the pass)
+    assert res.summary["mechanisms"]["lp_rounds"] == 40
+    assert [r[j]["finish_s"] for j in "ab"] == pytest.approx([4000.0, 4000.0])
+    assert [r[j]["preemptions"] for j in "ab"] == [39, 39]
+    # the homogeneous variant leaves a on FAST (3000 s) and b on SLOW (6000 s)
+    r = _by_id(ddlsched.simulate(jobs, c, "fair-maxmin", policy_params={"round_s": 100.0}, restart_penalty_s=0.0))
+    assert [r[j]["finish_s"] for j in "ab"] == pytest.approx([3000.0, 6000.0])

@@ -139,6 +139,9 @@ MECHANISMS: dict[str, str] = {
     "reclaim_preemptions": "quota: borrowed jobs preempted to give a tenant its quota back",
     "borrowed_starts": "quota: starts that took a tenant beyond its quota (borrowing idle GPUs)",
     "fair_rounds": "fair-maxmin/ftf: rounds in which the allocation was decided afresh",
+    "lp_rounds": "fair-maxmin-het: rounds whose shares came from the LP (HiGHS)",
+    "lp_fallbacks": "fair-maxmin-het: rounds without an LP optimum (or without highspy): jobs in arrival order on "
+                    "their fastest types",
 }
 
 REPRODUCTION_METRICS: dict[str, str] = {

@@ -30,6 +30,8 @@ class RoundPolicy(Policy):
     """Re-decide every ``round_s``; subclasses give :meth:`rank` and optionally :meth:`budgets`."""
 
     requirements = Requirements(model="fluid", preemptive=True)
+    idle_when_nothing_queued = True
+    """Whether a pass with an empty queue can leave everything as it is (no round needed then)."""
 
     def __init__(self, round_s: float = 360.0, placement: str = "consolidated") -> None:
         if not (math.isfinite(round_s) and round_s > 0):
@@ -63,7 +65,7 @@ class RoundPolicy(Policy):
     # ------------------------------------------------------------------ the pass
     def schedule(self, view: SchedulerView) -> Sequence[Decision]:
         self.observe(view)
-        if not view.pending:
+        if not view.pending and (self.idle_when_nothing_queued or not view.running):
             return []
         ts = tenants_or_one(view, self.name)
         now = view.now

@@ -58,6 +58,7 @@ _BUILTIN_MODULES = (
     "ddlsched.policies.hare_homo",
     "ddlsched.policies.quota",
     "ddlsched.policies.fair_maxmin",
+    "ddlsched.policies.fair_maxmin_het",
     "ddlsched.policies.ftf",
 )
 _loaded = False
