@@ -104,3 +104,28 @@ def test_runs_with_tenants_report_fairness_and_others_do_not(tmp_path: Path) -> 
     assert s["tenants"]["A"]["gpu_s_received"] + s["tenants"]["B"]["gpu_s_received"] == pytest.approx(
         sum(r["num_gpus"] * r["run_s"] for r in r1.records))
     assert (tmp_path / "a" / "fairness.csv").read_text().count("\n") == 9
+
+
+def test_compare_and_report_show_tenants(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ddlsched.cli import cli
+
+    trace = tmp_path / "t.csv"
+    rows = ["job_id,submit_time,num_gpus,duration,model,vc"]
+    rows += [f"j{i},{i * 20},{1 + i % 2},{300 + 50 * (i % 5)},resnet50,{'vc' + str(i % 3)}" for i in range(30)]
+    trace.write_text("\n".join(rows) + "\n")
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text("queues:\n  vc0: {quota: 4}\n  vc1: {quota: 2, weight: 2}\n")
+    out = tmp_path / "cmp"
+    r = CliRunner().invoke(cli, ["compare", "--trace", str(trace), "--cluster", "rack256", "--tenants", str(tenants),
+                                 "--policies", "fifo,quota,fair-maxmin", "--out", str(out), "--quiet", "--report"])
+    assert r.exit_code == 0, r.output
+    assert "fairness across tenants" in r.output
+    assert "10 job(s) of 1 trace user(s) that no tenant names (vc2)" in r.output
+    header = (out / "comparison.csv").read_text().splitlines()[0].split(",")
+    assert {"jain_index", "rho_gt1_frac", "rho_max"} <= set(header)
+    md = (out / "report.md").read_text()
+    assert "### Tenants" in md and "tenant_shares.png" in md and (out / "report_plots" / "tenant_shares.png").is_file()
+    s = json.loads((out / "quota" / "summary.json").read_text())
+    assert sorted(s["tenants"]) == ["default", "vc0", "vc1"] and s["tenants"]["default"]["jobs"] == 10
