@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 import ddlsched
 from ddlsched.cluster.tenants import Tenant, TenantSet, attach
 from ddlsched.cluster.topology import Cluster, GPUType, ServerSpec
-from ddlsched.errors import ConfigError
 from ddlsched.workload import JobSpec
 
 
@@ -61,14 +60,15 @@ def test_quota_reclaim_modes(reclaim: str, cohorts: tuple, a_start: float) -> No
     assert r["a0"]["first_start_s"] == pytest.approx(a_start)
 
 
-def test_quota_borrow_limit_and_needs_tenants() -> None:
+def test_quota_borrow_limit_and_no_tenants() -> None:
     c = _cluster(8, _ts({"quota": 4}, {"quota": 4, "borrow_limit": 2}))
     r = _by_id(ddlsched.simulate(BURST, c, "quota"))
     assert sorted(r[f"b{i}"]["first_start_s"] for i in range(8))[:6] == [0.0] * 6
     assert r["b6"]["first_start_s"] > 0 and r["b7"]["first_start_s"] > 0  # 4 + 2 at most
     assert [r[f"a{i}"]["first_start_s"] for i in range(4)] == [100.0] * 4  # 2 free + 2 reclaimed
-    with pytest.raises(ConfigError, match="needs tenants"):
-        ddlsched.simulate(BURST, _cluster(8), "quota")
+    # without tenants the cluster is one tenant's quota: FIFO (b0..b7 at 0, a0..a3 when they finish)
+    r = _by_id(ddlsched.simulate(BURST, _cluster(8), "quota"))
+    assert [r[f"a{i}"]["first_start_s"] for i in range(4)] == pytest.approx([1000.0] * 4)
 
 
 def test_fair_maxmin_weighted_shares() -> None:

@@ -67,7 +67,7 @@ class RoundPolicy(Policy):
         self.observe(view)
         if not view.pending and (self.idle_when_nothing_queued or not view.running):
             return []
-        ts = tenants_or_one(view, self.name)
+        ts = tenants_or_one(view)
         now = view.now
         if now + _EPS >= self._next_round:
             self._next_round = now + self.round_s

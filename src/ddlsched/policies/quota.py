@@ -11,8 +11,8 @@ A pass, with usage(t) = GPUs held by tenant t's running jobs:
    tenant stays within quota + borrow_limit. Borrowing never preempts.
 
 Quotas count GPUs in total (a per-type quota counts as its sum here; the per-type figures are validated and
-reported). A tenant asking for its quota back gets it in the same pass that sees its jobs arrive (tested by hand in
-``tests/test_tenants_policies.py``).
+reported). Without tenants the cluster is one tenant's quota (the inner order alone). A tenant asking for its
+quota back gets it in the same pass that sees its jobs arrive (tested by hand in ``tests/test_tenants_policies.py``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from ddlsched.policies.tenancy import InnerOrder, TenantOf, inner_key, tenants_o
 class QuotaPolicy(Policy):
     name = "quota"
     description = ("tenant quotas first, idle quota borrowed, borrowed GPUs reclaimed by preemption "
-                   "(never / cohort / always); needs tenants")
+                   "(never / cohort / always); without tenants: one tenant, the inner order")
     family = "fairness"
     requirements = Requirements(model="fluid", preemptive=True)
 
@@ -58,7 +58,7 @@ class QuotaPolicy(Policy):
     def schedule(self, view: SchedulerView) -> Sequence[Decision]:
         if not view.pending:
             return []
-        ts = tenants_or_one(view, self.name)
+        ts = tenants_or_one(view)
         tenant_of = self._tenant
         usage = dict.fromkeys(ts.tenants, 0)
         running: dict[str, list[JobView]] = {t: [] for t in ts.tenants}

@@ -9,21 +9,18 @@ from typing import Any, Literal
 from ddlsched.cluster.tenants import Tenant, TenantSet
 from ddlsched.engine.jobview import JobView
 from ddlsched.engine.view import SchedulerView
-from ddlsched.errors import ConfigError
 
 InnerOrder = Literal["fifo", "sjf", "las"]
 LAS_THRESHOLD_GPU_S = 3600.0
 """``las`` inside a tenant: Tiresias' two queues, split at this much attained GPU-time (its default threshold)."""
 
 
-def tenants_or_one(view: SchedulerView, policy: str) -> TenantSet:
-    """The run's tenants; without any (no ``tenants:`` section, no ``--tenants``) one tenant owns the cluster."""
+def tenants_or_one(view: SchedulerView) -> TenantSet:
+    """The run's tenants; without any (no ``tenants:`` section, no ``--tenants``) one tenant owns the cluster (its
+    quota is every GPU)."""
     ts: TenantSet | None = getattr(view.cluster, "tenants", None)
     if ts is not None:
         return ts
-    if policy == "quota":
-        raise ConfigError("policy 'quota' needs tenants: a tenants: section in the cluster file or --tenants FILE "
-                          "(docs/policies/fairness.md)", field="policy")
     n = view.cluster.num_gpus
     return TenantSet({"default": Tenant("default", 1.0, n, {}, None, None, None)}, "default")
 
