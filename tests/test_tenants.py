@@ -122,3 +122,18 @@ def test_bad_tenants_exit_2_before_any_run(tmp_path: Path) -> None:
                                  "--policy", "fifo", "--max-jobs", "5", "--out", str(tmp_path / "o2"), "--quiet"])
     assert r.exit_code == 2 and "t.yaml" in r.output and "queues.a.quota.H100" in r.output, r.output
     assert not (tmp_path / "o2").exists() or not any((tmp_path / "o2").iterdir())
+
+
+def test_cluster_file_tenants_reach_the_run_and_api_tenants_file_replaces_them(tmp_path: Path) -> None:
+    import ddlsched
+    from ddlsched.workload import JobSpec
+
+    jobs = [JobSpec(f"j{i}", 10.0 * i, 1, "resnet50", duration_s=100.0, user=("alice", "speech", "bob")[i % 3])
+            for i in range(6)]
+    r = ddlsched.simulate(jobs, str(_cluster(tmp_path)), "quota")
+    assert sorted(r.summary["tenants"]) == ["other", "speech", "vision"]
+    assert r.summary["tenants"]["vision"]["jobs"] == 2 and r.summary["tenants"]["other"]["jobs"] == 2
+    t = tmp_path / "t.toml"
+    t.write_text('[queues.speech]\nquota = 3\n')
+    r = ddlsched.simulate(jobs, str(_cluster(tmp_path)), "fifo", tenants=t)
+    assert sorted(r.summary["tenants"]) == ["default", "speech"] and r.summary["tenants"]["default"]["jobs"] == 4
