@@ -137,3 +137,23 @@ def test_cluster_file_tenants_reach_the_run_and_api_tenants_file_replaces_them(t
     t.write_text('[queues.speech]\nquota = 3\n')
     r = ddlsched.simulate(jobs, str(_cluster(tmp_path)), "fifo", tenants=t)
     assert sorted(r.summary["tenants"]) == ["default", "speech"] and r.summary["tenants"]["default"]["jobs"] == 4
+
+
+def test_tenant_column_flag(tmp_path: Path) -> None:
+    import json
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,submit_time,num_gpus,duration,model,team,user\n"
+                     + "".join(f"j{i},{i * 10},1,100,resnet50,{'ab'[i % 2]},u{i}\n" for i in range(6)))
+    (tmp_path / "tn.yaml").write_text("queues: {a: {quota: 2}, b: {quota: 2}}\n")
+    args = ["simulate", "--trace", str(trace), "--cluster", "rack256", "--tenants", str(tmp_path / "tn.yaml"),
+            "--policy", "quota", "--quiet"]
+    r = CliRunner().invoke(cli, [*args, "--tenant-column", "team", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 0, r.output
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert (s["tenants"]["a"]["jobs"], s["tenants"]["b"]["jobs"], s["tenants"]["default"]["jobs"]) == (3, 3, 0)
+    r = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "o2")])  # the user column: nobody is a tenant
+    assert r.exit_code == 0 and "6 job(s) of 6 trace user(s)" in r.output, r.output
+    r = CliRunner().invoke(cli, [*args, "--tenant-column", "team", "--column", "user=user", "--out",
+                                 str(tmp_path / "o3")])
+    assert r.exit_code == 2 and "--tenant-column" in r.output, r.output
