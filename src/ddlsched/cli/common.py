@@ -282,8 +282,11 @@ def run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, workl
                                   progress=lambda t, done, total: bar.update(task, completed=done, t=t))
     else:
         result = simulate_run(policy_name, policy_params, cluster, jobs, **sim_kw)
+    from ddlsched.workload.inputs import row_accounting
+
+    rows = row_accounting(workload.trace if whole else None, result.jobs)
     summary = write_run(result, out, parquet=kw["parquet"],
-                        extra={"trace": str(kw["trace_path"]), "load_scale": kw["load_scale"]},
+                        extra={"trace": str(kw["trace_path"]), "load_scale": kw["load_scale"], **rows},
                         window=measurement_window(kw))
     if result.rejected:
         err_console.print(f"[yellow]warning:[/] {len(result.rejected)} job(s) rejected as impossible on "

@@ -49,7 +49,17 @@ def run_inputs(kw: dict[str, Any], policy: str, params: dict[str, Any]) -> dict[
             "cluster_sha256": digest(kw["cluster_spec"]), "perf_model": kw["perf_model"],
             "perf_params": parse_kv(kw["perf_param"], "perf-param"),
             "model_params": parse_kv(kw["model_param"], "model-param"), "restart_penalty_s": kw["restart_penalty"],
-            "seed": kw["seed"], "parquet": kw["parquet"]}
+            "seed": kw["seed"], "parquet": kw["parquet"], "states": kw.get("states"),
+            "gpus_from": kw.get("gpus_from")}
+
+
+def _rows_line(summary: dict[str, Any]) -> None:
+    """``rows read N = J jobs + filtered (by reason)`` when the loader filtered rows (Slurm, Kubernetes)."""
+    if "rows_read" not in summary:
+        return
+    by = ", ".join(f"{v:,} {k}" for k, v in summary["rows_filtered"].items())
+    console.print(f"rows read {summary['rows_read']:,} = {summary['jobs']:,} jobs (simulated + invalid skipped) "
+                  f"+ filtered: {by}", highlight=False)
 
 
 @click.command()
@@ -80,6 +90,7 @@ def simulate(policy: str, policy_param: tuple[str, ...], out: str, overwrite: bo
         st.commit("run", run_inputs(kw, str(summary.get("policy", policy)), params))
     console.print(f"{cluster.describe()}; {len(jobs)} jobs; {_load_text(summary)}")
     console.print(summary_table([summary], f"{policy} on {cluster.name}"))
+    _rows_line(summary)
     _window_note(summary)
     _warnings([summary])
     console.print(f"results in {out}/")
@@ -134,6 +145,7 @@ def compare(policies: str, out: str, overwrite: bool, resume: bool, make_report:
         target.finish(shared)
     console.print(f"{cluster.describe()}; {len(jobs)} jobs; {_load_text(rows[0])}")
     console.print(summary_table(rows, f"policies on {cluster.name}"))
+    _rows_line(rows[0])
     _window_note(rows[0])
     _warnings(rows)
     note = mixed_models_note(rows)

@@ -33,6 +33,19 @@ class Workload:
     """The loaded trace before ``max_jobs``/``load_scale`` (None for a synthetic workload)."""
 
 
+def row_accounting(trace: Trace | None, jobs: int) -> dict[str, Any]:
+    """Summary entries for a trace whose loader filtered rows (Slurm, Kubernetes): ``rows_read`` and
+    ``rows_filtered`` (count per reason); ``rows_read = jobs + sum(rows_filtered)`` where ``jobs`` is the
+    summary's (simulated + skipped). Empty when nothing was filtered, or the run used a cut of the trace."""
+    if trace is None or not trace.filtered:
+        return {}
+    out = {"rows_read": trace.rows, "rows_filtered": dict(trace.filtered)}
+    if out["rows_read"] != jobs + sum(trace.filtered.values()):
+        raise InputError(f"row accounting does not close: {trace.rows} rows read, {jobs} jobs, "
+                         f"{sum(trace.filtered.values())} filtered", path=trace.path)
+    return out
+
+
 def catalog_with(models: str | Path | None) -> tuple[ModelCatalog, list[ModelProfile], list[str]]:
     """(bundled catalogue + the profiles in ``models``, those profiles, notes)."""
     base = default_catalog()

@@ -11,11 +11,11 @@ from ddlsched.workload.jobspec import JobSpec
 _JOB_FIELDS = fields(JobSpec)
 
 FILTER_REASONS: dict[str, str] = {
-    "state": "its end state is not among --states",
-    "never_ran": "it never started (no start time, or no elapsed time)",
-    "zero_gpus": "it asked for no GPU",
-    "step": "a job step (Slurm .batch/.extern/.N rows), not a job",
-    "component": "a heterogeneous-job component, merged into its job (the first component's row)",
+    "state": "end state not chosen by --states",
+    "never_ran": "never started",
+    "zero_gpus": "asked for no GPU",
+    "step": "a job step row, not a job",
+    "component": "heterogeneous-job component, merged into its job",
 }
 """Why a well-formed row is not a job (``Trace.filtered`` keys); invalid rows are ``Trace.skipped``."""
 
