@@ -80,6 +80,21 @@ def parse_window(text: str) -> tuple[float, float]:
     return start.seconds, end.seconds
 
 
+def cut_window(jobs: list[JobSpec], window: str) -> tuple[list[JobSpec], str]:
+    """The jobs arriving in ``window`` ("START:END", durations after the first arrival, e.g. ``55d:70d``) and the
+    note that says so; an InputError when none arrives in it."""
+    start, end = parse_window(window)
+    if not jobs:
+        return jobs, f"--window {window}: no job to cut"
+    t0 = min(j.arrival_s for j in jobs)
+    kept = [j for j in jobs if t0 + start <= j.arrival_s < t0 + end]
+    if not kept:
+        raise InputError(f"no job arrives in the window {window} (the trace spans "
+                         f"{(max(j.arrival_s for j in jobs) - t0) / 86400:.1f} days)", field="--window")
+    return kept, (f"--window {window}: the {len(kept)} of {len(jobs)} jobs arriving "
+                  f"{start / 86400:g}–{end / 86400:g} days after the first arrival are used")
+
+
 def load_workload_and_models(trace: str | Path | dict[str, Any], *, seed: int, fmt: str | None = None,
                              options: dict[str, Any] | None = None, max_jobs: int | None = None,
                              load_scale: float = 1.0, models: str | Path | None = None,
@@ -123,16 +138,8 @@ def load_workload_and_models(trace: str | Path | dict[str, Any], *, seed: int, f
         if tr.skipped:
             notes.append(f"skipped {tr.skipped} invalid row(s) of {trace}: " + "; ".join(tr.skipped_reasons[:3]))
     if window is not None:
-        start, end = parse_window(window)
-        if jobs:
-            t0 = min(j.arrival_s for j in jobs)
-            kept = [j for j in jobs if t0 + start <= j.arrival_s < t0 + end]
-            if not kept:
-                raise InputError(f"no job arrives in the window {window} (the trace spans "
-                                 f"{(max(j.arrival_s for j in jobs) - t0) / 86400:.1f} days)", field="--window")
-            notes.append(f"--window {window}: the {len(kept)} of {len(jobs)} jobs arriving "
-                         f"{start / 86400:g}–{end / 86400:g} days after the first arrival are used")
-            jobs = kept
+        jobs, note = cut_window(jobs, window)
+        notes.append(note)
     if max_jobs is not None and max_jobs < len(jobs):
         notes.append(f"--max-jobs {max_jobs}: the first {max_jobs} of {len(jobs)} jobs by arrival are used")
         jobs = jobs[:max_jobs]

@@ -312,6 +312,7 @@ def _finish(b: Builder, jobs: list[_Job], chosen: frozenset[str], c: _Cols) -> T
     _describe(b, c, epoch)
     models = assign_models([j.job_id for j in jobs], seed=b.seed, mix=b.model_mix)
     kept: dict[str, int] = {}
+    runs: dict[str, int] = {}
     for j, model in zip(jobs, models, strict=True):
         r = Row(b.path, j.line, [])
         try:
@@ -319,17 +320,24 @@ def _finish(b: Builder, jobs: list[_Job], chosen: frozenset[str], c: _Cols) -> T
             arrival = (j.submit - epoch).total_seconds()
             if arrival > MAX_ARRIVAL_S:
                 raise r.error(f"arrival {arrival:g} s is beyond the limit of {MAX_ARRIVAL_S:g} s", c.submit)
-            if j.job_id in b.ids:
-                raise r.error(f"duplicate job id {short(j.job_id)}", c.job_id)
-            b.jobs.append(JobSpec(job_id=j.job_id, arrival_s=arrival, num_gpus=j.gpus, model=model,
+            job_id = j.job_id
+            if job_id in b.ids:  # a requeued job's next run (sacct --duplicates)
+                runs[j.job_id] = runs.get(j.job_id, 1) + 1
+                job_id = f"{j.job_id}#{runs[j.job_id]}"
+                if job_id in b.ids:
+                    raise r.error(f"duplicate job id {short(job_id)}", c.job_id)
+            b.jobs.append(JobSpec(job_id=job_id, arrival_s=arrival, num_gpus=j.gpus, model=model,
                                   duration_s=j.run_s, user=j.user, source=j.source, gpu_type=j.gpu_type,
                                   state=None if j.state == "completed" else j.state))
-            b.ids.add(j.job_id)
+            b.ids.add(job_id)
             b.assigned_models += 1
             kept[j.state] = kept.get(j.state, 0) + 1
         except InputError as e:
             b.reject(e)
     b.notes.extend(state_notes(kept, "completed", chosen))
+    if runs:
+        b.notes.append(f"{len(runs):,} job ids appear on several rows (a requeued job's runs): the later runs are "
+                       "jobs ID#2, ID#3, ...")
     return b.finish(epoch=epoch)
 
 
