@@ -65,9 +65,9 @@ def test_slurm_all_states_requeued_runs_get_distinct_ids() -> None:
 
 
 def test_states_flag_rejects_unknown_names() -> None:
-    with pytest.raises(InputError, match="unknown Slurm state.*'finished'"):
+    with pytest.raises(InputError, match=r"unknown Slurm state.*'finished'"):
         load_trace(SACCT, states="completed,finished")
-    with pytest.raises(InputError, match="--states .* is not accepted by format 'generic_csv'"):
+    with pytest.raises(InputError, match=r"--states .* is not accepted by format 'generic_csv'"):
         load_trace(SACCT, format="generic_csv", states="completed")
 
 
@@ -125,7 +125,7 @@ def test_kubernetes_pods_phases_fractions_and_deletion() -> None:
     assert jobs["eval-vit-11aa2"].duration_s == 40 * 60  # no finishedAt: until deletion, noted
     assert any("1 pods have no finishedAt" in n for n in t.notes)
     assert jobs["train-gpt-3c4e1"].state == "failed" and jobs["train-gpt-3c4e1"].user == "nlp"
-    with pytest.raises(InputError, match="fractional GPU request 0.5"):
+    with pytest.raises(InputError, match=r"fractional GPU request 0\.5"):
         load_trace(PODS, fractional_gpus="error")
     t2 = load_trace(PODS, states="succeeded,failed,running,unknown", skip_invalid=True)
     assert t2.skipped == 1 and "ran but has no end time" in t2.skipped_reasons[0]  # the running notebook
@@ -171,7 +171,7 @@ def test_api_window_warmup_cooldown_on_loaded_trace_and_load_trace() -> None:
     assert r.summary["window_start_s"] == 86400 and r.summary["jobs_measured"] < r.summary["jobs_completed"]
     full = ddlsched.simulate(muri, "rack256", "fifo", window="0:20d", warmup="1d", cooldown="5jobs")
     assert full.summary["avg_jct_s"] == r.summary["avg_jct_s"]  # a path and a loaded trace agree
-    with pytest.raises(ddlsched.errors.ConfigError, match="pass warmup= to ddlsched.simulate"):
+    with pytest.raises(ddlsched.errors.ConfigError, match=r"pass warmup= to ddlsched\.simulate"):
         ddlsched.load_trace(muri, warmup="1d")
     s = ddlsched.simulate(load_trace(SACCT), MIXED, "fifo").summary
     assert s["rows_read"] == s["jobs"] + sum(s["rows_filtered"].values())

@@ -21,9 +21,9 @@ from ddlsched.workload.loaders.elasticflow import load_elasticflow
 from ddlsched.workload.loaders.folder import TRACE_SUFFIXES, list_trace_files, merge_traces
 from ddlsched.workload.loaders.gavel import load_gavel
 from ddlsched.workload.loaders.generic_csv import load_generic_csv, resolve_columns
+from ddlsched.workload.loaders.kubernetes import is_k8s_header, load_kubernetes
 from ddlsched.workload.loaders.muri import load_muri
 from ddlsched.workload.loaders.philly_pollux import load_philly_pollux
-from ddlsched.workload.loaders.kubernetes import is_k8s_header, load_kubernetes
 from ddlsched.workload.loaders.pollux import load_pollux
 from ddlsched.workload.loaders.slurm import delimiter_of, is_slurm_header, load_slurm
 from ddlsched.workload.loaders.tiresias import load_tiresias
@@ -91,9 +91,8 @@ def detect_format(path: str | Path) -> str:
         raise InputError("empty file: cannot detect its format", path=str(p), line=1)
     if line.count("\t") == 6:
         return "gavel"
-    if delimiter_of(line) == "|":
-        if is_slurm_header({c.strip().lower() for c in line.split("|")}):
-            return "slurm"
+    if delimiter_of(line) == "|" and is_slurm_header({c.strip().lower() for c in line.split("|")}):
+        return "slurm"
     fields = [c.strip() for c in _header_fields(p, line)]
     cols = {c.lower() for c in fields}
     cands: list[str] = []
@@ -177,8 +176,8 @@ __all__ = [
     "detect_format",
     "load_elasticflow",
     "load_gavel",
-    "load_kubernetes",
     "load_generic_csv",
+    "load_kubernetes",
     "load_muri",
     "load_philly_pollux",
     "load_pollux",

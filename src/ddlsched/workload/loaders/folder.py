@@ -95,6 +95,6 @@ def merge_traces(folder: Path, files: list[Path], traces: list[Trace], ignored: 
     for t in traces:
         for k, v in t.filtered.items():
             filtered[k] = filtered.get(k, 0) + v
-    return Trace(jobs=jobs, path=str(folder), format=formats[0] if len(formats) == 1 else "+".join(formats),
-                 skipped=sum(t.skipped for t in traces), filtered=filtered, skipped_reasons=reasons[:MAX_REASONS], notes=notes,
-                 mapping=mapping, epoch=t0)
+    fmt = formats[0] if len(formats) == 1 else "+".join(formats)
+    return Trace(jobs=jobs, path=str(folder), format=fmt, skipped=sum(t.skipped for t in traces),
+                 filtered=filtered, skipped_reasons=reasons[:MAX_REASONS], notes=notes, mapping=mapping, epoch=t0)

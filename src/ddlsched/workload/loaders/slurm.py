@@ -61,7 +61,7 @@ _CLOCK = r"^(?:(?P<d>[0-9]{1,6})-)?(?P<h>[0-9]{1,7}):(?P<m>[0-9]{2}):(?P<s>[0-9]
 
 def is_slurm_header(cols: Collection[str]) -> bool:
     """Whether lower-case header ``cols`` look like a sacct export."""
-    return DETECT <= set(cols) and bool(set(GPU_COLUMNS) & set(cols)) and bool(
+    return set(cols) >= DETECT and bool(set(GPU_COLUMNS) & set(cols)) and bool(
         {"elapsed", "elapsedraw", "end"} & set(cols))
 
 
