@@ -53,6 +53,11 @@ def run_inputs(kw: dict[str, Any], policy: str, params: dict[str, Any]) -> dict[
             "gpus_from": kw.get("gpus_from")}
 
 
+def input_paths(kw: dict[str, Any]) -> list[str | None]:
+    """The files a run reads (trace, cluster file, models, plug-ins): ``--overwrite`` must never delete them."""
+    return [kw.get("trace_path"), kw.get("cluster_spec"), kw.get("models"), *kw.get("plugins", ())]
+
+
 def _rows_line(summary: dict[str, Any]) -> None:
     """``rows read N = J jobs + filtered (by reason)`` when the loader filtered rows (Slurm, Kubernetes)."""
     if "rows_read" not in summary:
@@ -78,7 +83,7 @@ def simulate(policy: str, policy_param: tuple[str, ...], out: str, overwrite: bo
     from ddlsched.metrics.interrupts import interrupts_raise
 
     params = parse_kv(policy_param, "policy-param")
-    with interrupts_raise(), staged(Path(out), overwrite=overwrite, note=_note) as st:
+    with interrupts_raise(), staged(Path(out), overwrite=overwrite, note=_note, inputs=input_paths(kw)) as st:
         cluster, w = load_run_inputs(kw)
         jobs = w.jobs
         for n in w.notes:
@@ -123,7 +128,7 @@ def compare(policies: str, out: str, overwrite: bool, resume: bool, make_report:
     shared = {k: v for k, v in inputs[folders[0]].items() if k not in ("policy", "policy_params")}
     rows = []
     with interrupts_raise(), open_compare(Path(out), folders, inputs, shared, overwrite=overwrite,
-                                          resume=resume, note=_note) as target:
+                                          resume=resume, note=_note, protect=input_paths(kw)) as target:
         cluster, w = load_run_inputs(kw)
         jobs = w.jobs
         for n in w.notes:

@@ -210,15 +210,15 @@ def parse_runtime_env(text: str | None, backend: str) -> dict[str, Any] | None:
         return None
     if backend != "ray":
         raise InputError("--ray-runtime-env needs --backend ray", field="--ray-runtime-env")
-    from ddlsched.cluster.config import read_structured
+    from ddlsched.safe_read import loads_json, read_structured
 
-    if Path(text).is_file():
-        value: Any = read_structured(Path(text))  # its errors name the file and line
+    if os.path.lexists(text) and not text.lstrip().startswith("{"):
+        value: Any = read_structured(Path(text))  # regular files only; its errors name the file and line
     else:
         try:
-            value = json.loads(text)
-        except ValueError as e:
-            raise InputError(f"neither a file nor JSON text ({e})", field="--ray-runtime-env") from None
+            value = loads_json(text, what="--ray-runtime-env")
+        except InputError as e:
+            raise InputError(f"neither a file nor JSON text ({e.reason})", field="--ray-runtime-env") from None
     if not isinstance(value, dict):
         raise InputError(f"must be a mapping (e.g. {{\"working_dir\": \".\"}}), got {text!r}",
                          field="--ray-runtime-env")
