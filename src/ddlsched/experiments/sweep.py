@@ -15,6 +15,7 @@ for results (they do need to read the trace and cluster files).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ddlsched.errors import ConfigError, InputError
+from ddlsched.errors import ConfigError, DdlschedError, InputError
 from ddlsched.experiments.runner import CellOutput, CellParams, cell_json, run_cell
 from ddlsched.experiments.shipping import Shipped, collect
 from ddlsched.experiments.sweep_config import Cell
@@ -171,7 +172,14 @@ def _ray(todo: list[Cell], workers: int, address: str | None, runtime_env: dict[
             kw["num_cpus"] = workers
         if runtime_env:
             kw["runtime_env"] = runtime_env
-        ray.init(address=address, **kw)
+        try:
+            ray.init(address=address, **kw)
+        except Exception as e:  # no cluster at --address, a port in use, a bad runtime_env, ...
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+            where = f" at {address}" if address else ""
+            raise DdlschedError(f"Ray failed to start{where}: {type(e).__name__}: {' '.join(str(e).split())[:300]}"
+                                " (--backend local runs the sweep without Ray)") from None
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(_run_cell_dict)
         plugins = plugin_sources(todo)

@@ -29,6 +29,10 @@ files of any size (for tests and fuzzing)."""
 MIN_BYTES = 1 << 16
 """Smaller files go to the row parser (importing pyarrow costs more than it saves on them)."""
 
+MAX_BYTES = 768 << 20
+"""Larger files go to the row parser, which reads line by line: the columnar path holds the whole file and its
+columns in memory (about 3× the file), so above this size memory would no longer stay bounded."""
+
 
 _MODES = {"": "auto", "auto": "auto", "on": "auto", "1": "auto", "yes": "auto", "true": "auto",
           "off": "off", "0": "off", "no": "off", "false": "off", "always": "always"}
@@ -87,6 +91,36 @@ def _plain(buf: np.ndarray, delimiter: int) -> bool:
     return bool((ends - starts).max() < min(MAX_LINE_BYTES, MAX_FIELD_CHARS))
 
 
+def _plain_file(path: Path, delimiter: int, block: int = 8 << 20) -> bool:
+    """:func:`_plain` of the file's bytes with its trailing empty lines dropped, read in blocks cut at line ends
+    (memory: a few blocks, whatever the file's size), so a file that is not plain is never read whole."""
+    try:
+        with path.open("rb") as f:
+            rest = b""
+            newlines = 0  # LFs held back from the end of what was checked (more than one = an empty line)
+            while True:
+                chunk = f.read(block)
+                if not chunk:
+                    break
+                buf = rest + chunk
+                cut = buf.rfind(b"\n") + 1
+                rest = buf[cut:]
+                if len(rest) >= MAX_LINE_BYTES:
+                    return False
+                body = buf[:cut].rstrip(b"\n")
+                if not body:
+                    newlines += cut
+                    continue
+                if newlines > 1 or not _plain(np.frombuffer(body + b"\n", dtype=np.uint8), delimiter):
+                    return False
+                newlines = cut - len(body)
+            if rest:
+                return newlines <= 1 and _plain(np.frombuffer(rest + b"\n", dtype=np.uint8), delimiter)
+        return True
+    except OSError:
+        return False
+
+
 def read_columns(path: Path, *, delimiter: str = ",") -> tuple[list[str], list[Any]] | None:
     """The header fields (stripped) and one pyarrow string array per column (values stripped of blanks) of a
     plain CSV file with at least one data row, or None when the row parser must read it (see the module
@@ -94,17 +128,18 @@ def read_columns(path: Path, *, delimiter: str = ",") -> tuple[list[str], list[A
     if not enabled() or len(delimiter) != 1 or ord(delimiter) >= 128 or delimiter in ' "':
         return None
     try:
-        if path.stat().st_size < MIN_BYTES and _mode() != "always":
-            return None
+        size = path.stat().st_size
     except OSError:
+        return None
+    if (size < MIN_BYTES and _mode() != "always") or size > MAX_BYTES:
         return None
     mods = _arrow()
     if mods is None:
         return None
     pa, pc, pcsv = mods
-    data = path.read_bytes().rstrip(b"\n") + b"\n"  # empty lines at the end hold no row
-    if not _plain(np.frombuffer(data, dtype=np.uint8), ord(delimiter)):
+    if not _plain_file(path, ord(delimiter)):
         return None
+    data = path.read_bytes().rstrip(b"\n") + b"\n"  # empty lines at the end hold no row
     first = data.split(b"\n", 1)[0].decode("ascii").rstrip("\r")
     header = [c.strip() for c in first.split(delimiter)]
     if len(header) < 2:
