@@ -202,6 +202,7 @@ def test_ray_failing_to_start_is_an_error_not_a_traceback(tmp_path: Path, monkey
 
     monkeypatch.setattr(sweep, "import_ray", lambda: FakeRay)
     cfg = tmp_path / "s.yaml"
-    cfg.write_text("name: t\npolicies: [fifo]\ntraces: [{synthetic: {jobs: 5, rate_per_s: 0.01}}]\nclusters: [rack256]\n")
+    cfg.write_text("name: t\npolicies: [fifo]\ntraces: [{synthetic: {jobs: 5, rate_per_s: 0.01}}]\n"
+                   "clusters: [rack256]\n")
     code, text = run_main(monkeypatch, capsys, "sweep", str(cfg), "--out", str(tmp_path / "o"), "--backend", "ray")
     assert code == 2 and "Ray failed to start: ConnectionError" in _one_line_error(text)
