@@ -28,6 +28,7 @@ demo: $(DEMO_STAMP)
 	$(VENV)/bin/ddlsched compare --trace data/traces/philly_pollux/philly.csv --cluster philly512 \
 		--window 55d:70d --report --out results/demo --overwrite \
 		--policies fifo+consolidated,fifo+pack,sjf+consolidated,tiresias+consolidated,delay-sched
+	@echo "ddlsched is installed in $(VENV): run '. $(VENV)/bin/activate' once per shell for the README's ddlsched lines"
 
 test: $(STAMP)
 	$(PY) -m pytest
