@@ -14,6 +14,7 @@ file, line and field exactly as before (``docs/traces.md`` "Fast loading").
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -121,10 +122,12 @@ def _plain_file(path: Path, delimiter: int, block: int = 8 << 20) -> bool:
         return False
 
 
-def read_columns(path: Path, *, delimiter: str = ",") -> tuple[list[str], list[Any]] | None:
+def read_columns(path: Path, *, delimiter: str = ",", keep: Callable[[list[str]], Collection[int]] | None = None
+                 ) -> tuple[list[str], list[Any]] | None:
     """The header fields (stripped) and one pyarrow string array per column (values stripped of blanks) of a
     plain CSV file with at least one data row, or None when the row parser must read it (see the module
-    docstring)."""
+    docstring). ``keep(header)`` names the column indices the caller reads; the others are None (not converted,
+    still counted on every line)."""
     if not enabled() or len(delimiter) != 1 or ord(delimiter) >= 128 or delimiter in ' "':
         return None
     try:
@@ -145,20 +148,26 @@ def read_columns(path: Path, *, delimiter: str = ",") -> tuple[list[str], list[A
     if len(header) < 2:
         return None
     names = [f"c{i}" for i in range(len(header))]
+    wanted = sorted(set(keep(header))) if keep is not None else list(range(len(header)))
+    if not wanted or not all(0 <= i < len(header) for i in wanted):
+        return None
     try:
         table = pcsv.read_csv(
             pa.py_buffer(data),
             read_options=pcsv.ReadOptions(column_names=names, skip_rows=1),
             parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False, escape_char=False,
                                             newlines_in_values=False, ignore_empty_lines=False),
-            convert_options=pcsv.ConvertOptions(column_types={n: pa.string() for n in names},
+            convert_options=pcsv.ConvertOptions(column_types={names[i]: pa.string() for i in wanted},
+                                                include_columns=[names[i] for i in wanted],
                                                 strings_can_be_null=False, quoted_strings_can_be_null=False,
                                                 null_values=[]))
     except (pa.ArrowInvalid, ValueError):  # a row with another number of fields, ...
         return None
-    if table.num_rows == 0 or table.num_columns != len(header):
+    if table.num_rows == 0 or table.num_columns != len(wanted):
         return None
-    cols = [pc.ascii_trim(table.column(i).combine_chunks(), " ") for i in range(len(header))]
+    cols: list[Any] = [None] * len(header)
+    for k, i in enumerate(wanted):
+        cols[i] = pc.ascii_trim(table.column(k).combine_chunks(), " ")
     return header, cols
 
 

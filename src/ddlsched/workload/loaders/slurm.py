@@ -342,13 +342,18 @@ def _finish(b: Builder, jobs: list[_Job], chosen: frozenset[str], c: _Cols) -> T
 
 
 # ------------------------------------------------------------------ columnar fast path
+_FAST_COLUMNS = frozenset({"jobid", "submit", "state", "elapsed", "start", "user", "account", *GPU_COLUMNS})
+"""The columns the fast path reads (any others are only counted per line)."""
 def _load_fast(p: Path, b: Builder, chosen: frozenset[str], delim: str,
                gpu_types: Collection[str] | None) -> Trace | None:
     """The trace read column-wise when the file is plain and every value is in the common form (no
     heterogeneous jobs, untyped ``gres/gpu=N``, ``[D-]HH:MM:SS`` elapsed times, ``YYYY-MM-DDTHH:MM:SS``
     submissions) and no row fails a check; None otherwise (the row path then reads the file). Same jobs, notes
     and order as the row path."""
-    read = columnar.read_columns(p, delimiter=delim)
+    def wanted(names: list[str]) -> list[int]:
+        return [i for i, n in enumerate(names) if n.lower() in _FAST_COLUMNS]
+
+    read = columnar.read_columns(p, delimiter=delim, keep=wanted)
     if read is None:
         return None
     names, cols = read
@@ -364,8 +369,8 @@ def _load_fast(p: Path, b: Builder, chosen: frozenset[str], delim: str,
     def col(name: str) -> Any:
         return cols[header.index[name]]
 
-    n = len(cols[0])
     ids = col(c.job_id)
+    n = len(ids)
     if pc.any(pc.equal(ids, "")).as_py() or pc.any(pc.match_substring(ids, "+")).as_py():
         return None
     step = np.asarray(pc.match_substring(ids, ".").to_numpy(zero_copy_only=False), dtype=bool)
