@@ -206,3 +206,14 @@ def test_ray_failing_to_start_is_an_error_not_a_traceback(tmp_path: Path, monkey
                    "clusters: [rack256]\n")
     code, text = run_main(monkeypatch, capsys, "sweep", str(cfg), "--out", str(tmp_path / "o"), "--backend", "ray")
     assert code == 2 and "Ray failed to start: ConnectionError" in _one_line_error(text)
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc (Linux)")
+def test_sweep_output_on_a_file_system_that_refuses_writes_is_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text("name: t\npolicies: [fifo]\ntraces: [{synthetic: {jobs: 5, rate_per_s: 0.01}}]\n"
+                   "clusters: [rack256]\n")
+    code, text = run_main(monkeypatch, capsys, "sweep", str(cfg), "--out", "/proc/ddlsched-sweep-test")
+    assert code != 0
+    _one_line_error(text)
