@@ -39,7 +39,10 @@ def row_accounting(trace: Trace | None, jobs: int) -> dict[str, Any]:
     summary's (simulated + skipped). Empty when nothing was filtered, or the run used a cut of the trace."""
     if trace is None or not trace.filtered:
         return {}
+    from ddlsched.vocabulary import TRACE_ROW_FIELDS
+
     out = {"rows_read": trace.rows, "rows_filtered": dict(trace.filtered)}
+    assert set(out) == set(TRACE_ROW_FIELDS)
     if out["rows_read"] != jobs + sum(trace.filtered.values()):
         raise InputError(f"row accounting does not close: {trace.rows} rows read, {jobs} jobs, "
                          f"{sum(trace.filtered.values())} filtered", path=trace.path)
