@@ -18,10 +18,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from gen_slurm_export import write_export  # noqa: E402
-from trace_mutations import Seed, mutate  # noqa: E402
 
 from ddlsched.errors import InputError  # noqa: E402
 from ddlsched.workload.loaders import load_trace  # noqa: E402
+from trace_mutations import Seed, mutate  # noqa: E402
 
 
 def _load(f: Path, mode: str) -> tuple[Any, ...]:
