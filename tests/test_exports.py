@@ -175,3 +175,14 @@ def test_api_window_warmup_cooldown_on_loaded_trace_and_load_trace() -> None:
         ddlsched.load_trace(muri, warmup="1d")
     s = ddlsched.simulate(load_trace(SACCT), MIXED, "fifo").summary
     assert s["rows_read"] == s["jobs"] + sum(s["rows_filtered"].values())
+
+
+def test_sweep_cell_summary_counts_rows_by_reason() -> None:
+    from ddlsched.experiments.runner import CellParams, run_cell
+
+    out = run_cell(CellParams(policy="fifo", cluster=MIXED, trace=str(SACCT),
+                              trace_options={"states": "completed,timeout,failed,cancelled", "skip_invalid": True}))
+    assert out.error is None, out.error
+    s = out.summary
+    assert s is not None and s["rows_read"] == 25 == s["jobs"] + sum(s["rows_filtered"].values())
+    assert s["rows_filtered"]["state"] == 4
