@@ -23,6 +23,24 @@ from ddlsched.errors import InputError  # noqa: E402
 from ddlsched.workload.loaders import load_trace  # noqa: E402
 from trace_mutations import Seed, mutate  # noqa: E402
 
+SLURM_VALUES = [b"Unknown", b"None", b"", b"CANCELLED+", b"CANCELLED by 0", b"OUT_OF_MEMORY", b"EXPLODED",
+                b"1-25:00:00", b"00:60:00", b"99:59:59", b"0-00:00:00", b"3600", b"12:00", b"gres/gpu=2,gres/gpu=3",
+                b"cpu=1,cpu=2,gres/gpu=1", b"gres/gpu:a100=2", b"gres/gpu=1.5", b"gres/gpu=", b"gres/gpumem=8G",
+                b"billing=8,gres/gpu=0", b"123+0", b"123.batch", b"2024-02-30T00:00:00", b"2024-01-01 00:00:00",
+                b"2024-01-01T00:00:00Z", b"gres/gpu=99999999"]
+
+
+def _slurm_field(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    """A Slurm-looking value put into a random field of a random data row."""
+    lines = data.split(b"\n")
+    r = 1 + rng.randrange(max(1, len(lines) - 2))
+    fields = lines[r].split(b"|")
+    c = rng.randrange(len(fields))
+    v = SLURM_VALUES[rng.randrange(len(SLURM_VALUES))]
+    fields[c] = v
+    lines[r] = b"|".join(fields)
+    return b"\n".join(lines), f"row {r} col {c} := {v!r}"
+
 
 def _load(f: Path, mode: str) -> tuple[Any, ...]:
     os.environ["DDLSCHED_FAST_CSV"] = mode
@@ -44,7 +62,13 @@ def main() -> int:
         diffs = 0
         for i in range(cases):
             rng = random.Random(i)
-            raw, ops = mutate(seed, rng.randrange, 1 + rng.randrange(2))
+            if i % 2:
+                raw, ops = mutate(seed, rng.randrange, 1 + rng.randrange(2))
+            else:
+                raw, ops = seed.data, []
+                for _ in range(1 + rng.randrange(3)):
+                    raw, op = _slurm_field(raw, rng)
+                    ops.append(op)
             f = Path(tmp) / "case.txt"
             f.write_bytes(raw)
             row, fast = _load(f, "off"), _load(f, "always")

@@ -146,11 +146,11 @@ def tres_gpus(r: Row, name: str, *, gres: bool = False) -> tuple[int, str | None
         seen: set[str] = set()
         for pair in v.split(","):
             key, _, val = pair.partition("=")
+            if key != "gres/gpu" and not key.startswith("gres/gpu:"):
+                continue  # other resources are not read
             if key in seen:
                 raise r.error(f"{key} appears twice", name)
             seen.add(key)
-            if key != "gres/gpu" and not key.startswith("gres/gpu:"):
-                continue
             if not val.isdigit():
                 raise r.error(f"{key}={short(val)}: the GPU count must be a whole number", name)
             if key == "gres/gpu":
