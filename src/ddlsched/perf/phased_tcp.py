@@ -1,0 +1,98 @@
+"""Phases, overlap and TCP-biased sharing in one trace-level model (``phased_tcp``; docs/physics.md §15).
+
+The testbed's best model, ``phased[exact,fairness=tcp]``, replays every phase of every iteration; a trace of
+80,000 jobs cannot afford that. This model is the fluid ``phased`` (docs/physics.md §11: duty cycles, random
+relative phases, fixed point ``d → r̄ → τ → d``, overlap ω) with the links shared by the TCP rule of §12 instead
+of equally:
+
+* the ring weights W_j are the TCP rule's (``tcp_share.tcp_allocation``: W_j = max(1, n_j)^−γ, n_j the contended
+  queues on j's worst hop plus κ per own slow queue) for the component with **every ring sending**: which queues
+  are contended is decided once per component, not per combination of senders (assumption B1);
+* while j sends with the contenders X sending, its per-hop rate on link l is its weighted share
+  ``C_l · W_j / (m_jl·W_j + Σ_k m_kl·W_k·X_k)``; the bytes are the time integral of the rate, so
+
+      r̄_j = min over binding links l of  C_l · W_j · E[1 / (m_jl·W_j + Σ_{k≠j} m_kl·W_k·X_k)],   X_k ~ Bernoulli(d_k)
+
+  With equal weights on a link this is ``phased``'s expectation exactly (integer loads m_kl). With unequal ones
+  the loads a_k = m_kl·W_k are put on a grid of step u = min_k a_k / ``GRID`` (rounded, at least 1 step) and the
+  same exact O(n·W) expectation runs over the grid; the numerator uses the rounded load, so the mean load of
+  every link, Σ_j m_jl·d_j·r̄_j = C_l·P(some ring sends on l), stays within the capacity exactly;
+* floor (A2 of §11 with the TCP rule): r̄_j is never below j's rate under the TCP rule with every ring of the
+  component sending at once.
+
+With γ = 0 every weight is 1 and the model is ``phased`` (the same floats: the floor is then the same max-min
+filling). Why no uneven split (§14): in the fluid model phases are already independent and random, which is
+where the split's drift leads; the split's effect on aligned pairs has no meaning without phase offsets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ddlsched.cluster.topology import Cluster
+from ddlsched.perf.phased import _MAX_ROUNDS, _REL_TOL, PhasedContention, leave_one_out_inverse
+from ddlsched.perf.phased_exact import PhasedJob
+from ddlsched.perf.tcp_share import DEFAULT_EXPONENT, DEFAULT_OWN_QUEUE, check_params, tcp_allocation
+
+GRID = 32  # grid steps in the smallest weighted load of a link (unequal weights only)
+
+
+def weighted_loads(ms: list[int], ws: list[float]) -> list[int]:
+    """The loads m_k·W_k on an integer grid whose step is the smallest load / :data:`GRID` (≥ 1 step each)."""
+    loads = [m * w for m, w in zip(ms, ws, strict=True)]
+    step = min(loads) / GRID
+    return [max(1, round(x / step)) for x in loads]
+
+
+class PhasedTcpContention(PhasedContention):
+    name = "phased_tcp"
+    description = ("phased (duty-cycle fluid approximation of per-phase sharing, profile overlap) with links "
+                   "shared by the TCP-biased rule (fairness=tcp): the testbed-validated physics for full traces")
+
+    def __init__(self, cluster: Cluster, efficiency: float = 1.0, overlap: float = 0.0,
+                 tcp_exponent: float = DEFAULT_EXPONENT, tcp_own_queue: float = DEFAULT_OWN_QUEUE) -> None:
+        super().__init__(cluster, efficiency, overlap)
+        check_params(tcp_exponent, tcp_own_queue)
+        self.tcp_exponent = tcp_exponent
+        self.tcp_own_queue = tcp_own_queue
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "tcp_exponent": self.tcp_exponent, "tcp_own_queue": self.tcp_own_queue}
+
+    def solve(self, comp: set[str]) -> dict[str, float]:
+        """Fixed point of the duty cycles over one component with TCP weights; returns r̄_j (bytes/s per hop)."""
+        jobs: dict[str, PhasedJob] = {k: self._jobs[k] for k in sorted(comp)}
+        links = sorted({lid for j in jobs.values() for lid in j.use if self._binding(lid)})
+        rate = {k: j.alone_rate for k, j in jobs.items()}
+        if not links:
+            return rate
+        weights, floor = tcp_allocation({k: j.hops for k, j in jobs.items()}, self._cap, self.tcp_exponent,
+                                        own_queue=self.tcp_own_queue)
+        per_link = []
+        for lid in links:
+            on = sorted(self._link_jobs[lid])
+            ms = [jobs[k].use[lid] for k in on]
+            ws = [weights[k] for k in on]
+            if all(w == ws[0] for w in ws):
+                per_link.append((lid, on, ms, [1.0] * len(on)))  # phased's expectation exactly
+            else:
+                loads = weighted_loads(ms, ws)
+                per_link.append((lid, on, loads, [a / m for a, m in zip(loads, ms, strict=True)]))
+        for _ in range(_MAX_ROUNDS):
+            duty = {}
+            for k, j in jobs.items():
+                tau = j.bytes_per_hop / rate[k]
+                duty[k] = tau / j.iteration(tau + j.latency_s)
+            new = {k: j.alone_rate for k, j in jobs.items()}
+            for lid, on, loads, scale in per_link:
+                cap = self._cap[lid]
+                inv = leave_one_out_inverse(loads, [duty[k] for k in on])
+                for k, e, s in zip(on, inv, scale, strict=True):
+                    share = cap * s * e
+                    if share < new[k]:
+                        new[k] = share
+            moved = max(abs(new[k] - rate[k]) / rate[k] for k in jobs)
+            rate = new
+            if moved <= _REL_TOL:
+                break
+        return {k: max(r, floor[k]) for k, r in rate.items()}
