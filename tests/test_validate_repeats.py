@@ -228,3 +228,24 @@ def test_make_validate_writes_results_only_and_calls_no_sudo(tmp_path):
     doc = subprocess.run([*run, "validate", "DOC=docs/validation.md"], capture_output=True, text=True,
                          check=True).stdout
     assert "--doc docs/validation.md" in doc
+
+
+def test_rescore_of_the_published_report_reproduces_its_errors(tmp_path):
+    """``testbed rescore`` (saved report, mean starts) gives the report's own errors back for the fluid models it
+    scored, and scores a model the report does not have."""
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from ddlsched.cli.testbed import testbed
+
+    report = Path(__file__).resolve().parents[1] / "docs" / "validation.json"
+    out = CliRunner().invoke(testbed, ["rescore", str(report), "--models", "maxmin,phased_tcp",
+                                       "--out", str(tmp_path / "r.json")])
+    assert out.exit_code == 0, out.output
+    scored = json.loads((tmp_path / "r.json").read_text())
+    assert set(scored["check"]) == {"maxmin/raw", "maxmin/calibrated"}
+    assert max(scored["check"].values()) < 0.001  # within 0.1 percentage point of every job's published error
+    assert {e["model"] for e in scored["summary"]} == {"maxmin", "phased_tcp"}
+    bad = CliRunner().invoke(testbed, ["rescore", str(report), "--models", "nope"])
+    assert bad.exit_code == 2 and "unknown model" in bad.output
