@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -498,7 +499,7 @@ def rescore(report: str, models: str, out: str) -> None:
     from ddlsched.testbed.validate import markdown_table, model_labels, rescore_report, save_report
 
     saved = json.loads(Path(report).read_text())
-    labels = [m.strip() for m in models.split(",") if m.strip()]
+    labels = [m.strip() for m in re.split(r",(?![^\[]*\])", models) if m.strip()]  # commas inside [...] stay
     bad = [m for m in labels if m not in model_labels()]
     if bad:
         raise click.BadParameter(f"unknown model(s) {bad}; choose from {', '.join(model_labels())}",
