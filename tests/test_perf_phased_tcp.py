@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import ddlsched.perf.phased_tcp as phased_tcp
 from ddlsched.cluster.topology import GBIT, Cluster, GPUType, ServerSpec
 from ddlsched.perf import PERF_MODELS, make_perf_model
 from ddlsched.perf.base import Placement
 from ddlsched.perf.phased_exact import phased_job
-from ddlsched.perf.phased_tcp import GRID, weighted_loads
+from ddlsched.perf.phased_tcp import GRID, weighted_leave_one_out, weighted_loads
 from ddlsched.workload.profiles import ModelProfile
 
 C = 10 * GBIT
@@ -56,13 +57,28 @@ def test_always_sending_parking_lot_gets_the_tcp_rule():
     pm = make_perf_model("phased_tcp", c)
     pm.add(Placement("a", (g[0][0], g[1][0]), prof(0)))
     pm.add(Placement("b", (g[0][1], g[1][1], g[2][1], g[3][1]), prof(0)))
-    assert pm._rate["a"] == pytest.approx(C * W2 / (1 + W2), rel=2 / GRID)
-    assert pm._rate["b"] == pytest.approx(C / (1 + W2), rel=1 / GRID)  # a's load on the grid
+    assert pm._rate["a"] == pytest.approx(C * W2 / (1 + W2), rel=1e-9)
+    assert pm._rate["b"] == pytest.approx(C / (1 + W2), rel=1e-9)
 
 
 def test_weighted_loads_grid():
     assert weighted_loads([1, 1], [1.0, 1.0]) == [GRID, GRID]
     assert weighted_loads([2, 1], [W2, 1.0]) == [GRID, round(GRID / (2 * W2))]
+
+
+def test_weighted_expectation_is_the_sum_over_every_state():
+    import itertools
+
+    loads, ds = [1.0, W2, 2 * W2, 0.5], [0.3, 0.9, 0.5, 1.0]
+    got = weighted_leave_one_out(loads, ds)
+    for k in range(len(loads)):
+        want = 0.0
+        for xs in itertools.product([0, 1], repeat=len(loads)):
+            p = math.prod(d if x else 1 - d for i, (x, d) in enumerate(zip(xs, ds, strict=True)) if i != k)
+            if xs[k]:
+                others = sum(a * x for i, (a, x) in enumerate(zip(loads, xs, strict=True)) if i != k)
+                want += p / (loads[k] + others)
+        assert got[k] == pytest.approx(want, rel=1e-12)
 
 
 def test_bad_parameters_are_refused():
@@ -89,8 +105,16 @@ def _placements(c: Cluster, spec) -> list[Placement]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(jobs_st, st.sampled_from([0.0, 1.0, 1.5, 3.0]), st.sampled_from([0.0, 0.7]))
-def test_properties(spec, gamma, kappa):
+@given(jobs_st, st.sampled_from([0.0, 1.0, 1.5, 3.0]), st.sampled_from([0.0, 0.7]), st.sampled_from([0, 8]))
+def test_properties(spec, gamma, kappa, exact_max):
+    phased_tcp.EXACT_MAX = exact_max  # 0: every link with unequal weights on the integer grid
+    try:
+        _check_properties(spec, gamma, kappa)
+    finally:
+        phased_tcp.EXACT_MAX = 8
+
+
+def _check_properties(spec, gamma, kappa):
     c = two_racks()
     cap = [link.capacity_Bps for link in c.links]
     ps = _placements(c, spec)

@@ -37,15 +37,36 @@ from ddlsched.perf.phased import _MAX_ROUNDS, _REL_TOL, PhasedContention, leave_
 from ddlsched.perf.phased_exact import PhasedJob
 from ddlsched.perf.tcp_share import DEFAULT_EXPONENT, DEFAULT_OWN_QUEUE, check_params, tcp_allocation
 
-GRID = 32  # grid steps in the smallest weighted load of a link (unequal weights only)
+GRID = 32  # grid steps in the smallest weighted load of a link (unequal weights, many rings)
+GRID_TOTAL = 1024  # at most this many grid steps in a link's total load
+EXACT_MAX = 8  # up to this many rings on a link with unequal weights: the exact weighted expectation
 _BISECT = 50  # halvings of a link's lift factor (2^-50: the float resolution of a rate)
 
 
 def weighted_loads(ms: list[int], ws: list[float]) -> list[int]:
-    """The loads m_k·W_k on an integer grid whose step is the smallest load / :data:`GRID` (≥ 1 step each)."""
+    """The loads m_k·W_k on an integer grid whose step is the smallest load / :data:`GRID` (≥ 1 step each), the
+    step raised so that the grid's total stays within :data:`GRID_TOTAL` (used beyond :data:`EXACT_MAX` rings)."""
     loads = [m * w for m, w in zip(ms, ws, strict=True)]
-    step = min(loads) / GRID
+    step = max(min(loads) / GRID, sum(loads) / GRID_TOTAL)
     return [max(1, round(x / step)) for x in loads]
+
+
+def weighted_leave_one_out(loads: list[float], ds: list[float]) -> list[float]:
+    """For every k: E[1 / (a_k + Σ_{i≠k} a_i X_i)], X_i ~ Bernoulli(d_i), exactly: the distribution of the sum over
+    the other rings built term by term (equal sums merged). O(n²·S), S the distinct sums: for a few rings."""
+    out = []
+    for k, own in enumerate(loads):
+        dist: dict[float, float] = {0.0: 1.0}
+        for i, (a, d) in enumerate(zip(loads, ds, strict=True)):
+            if i == k or d <= 0.0:
+                continue
+            nxt: dict[float, float] = {}
+            for w, p in dist.items():
+                nxt[w] = nxt.get(w, 0.0) + p * (1.0 - d)
+                nxt[w + a] = nxt.get(w + a, 0.0) + p * d
+            dist = nxt
+        out.append(sum(p / (own + w) for w, p in dist.items()))
+    return out
 
 
 class PhasedTcpContention(PhasedContention):
@@ -78,19 +99,22 @@ class PhasedTcpContention(PhasedContention):
             ms = [jobs[k].use[lid] for k in on]
             ws = [weights[k] for k in on]
             if all(w == ws[0] for w in ws):
-                per_link.append((lid, on, ms, [1.0] * len(on)))  # phased's expectation exactly
+                per_link.append((lid, on, ms, [1.0] * len(on), False))  # phased's expectation exactly
+            elif len(on) <= EXACT_MAX:
+                per_link.append((lid, on, [m * w for m, w in zip(ms, ws, strict=True)], ws, True))
             else:
                 loads = weighted_loads(ms, ws)
-                per_link.append((lid, on, loads, [a / m for a, m in zip(loads, ms, strict=True)]))
+                per_link.append((lid, on, loads, [a / m for a, m in zip(loads, ms, strict=True)], False))
         for _ in range(_MAX_ROUNDS):
             duty = {}
             for k, j in jobs.items():
                 tau = j.bytes_per_hop / rate[k]
                 duty[k] = tau / j.iteration(tau + j.latency_s)
             new = {k: j.alone_rate for k, j in jobs.items()}
-            for lid, on, loads, scale in per_link:
+            for lid, on, loads, scale, exact in per_link:
                 cap = self._cap[lid]
-                inv = leave_one_out_inverse(loads, [duty[k] for k in on])
+                inv = (weighted_leave_one_out(loads, [duty[k] for k in on]) if exact
+                       else leave_one_out_inverse(loads, [duty[k] for k in on]))
                 for k, e, s in zip(on, inv, scale, strict=True):
                     share = cap * s * e
                     if share < new[k]:
