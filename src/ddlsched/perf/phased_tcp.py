@@ -13,10 +13,11 @@ of equally:
 
       r̄_j = min over binding links l of  C_l · W_j · E[1 / (m_jl·W_j + Σ_{k≠j} m_kl·W_k·X_k)],   X_k ~ Bernoulli(d_k)
 
-  With equal weights on a link this is ``phased``'s expectation exactly (integer loads m_kl). With unequal ones
-  the loads a_k = m_kl·W_k are put on a grid of step u = min_k a_k / ``GRID`` (rounded, at least 1 step) and the
-  same exact O(n·W) expectation runs over the grid; the numerator uses the rounded load, so the mean load of
-  every link, Σ_j m_jl·d_j·r̄_j = C_l·P(some ring sends on l), stays within the capacity exactly;
+  With equal weights on a link this is ``phased``'s expectation exactly (integer loads m_kl); with unequal ones on
+  up to ``EXACT_MAX`` rings it is computed exactly (:func:`weighted_leave_one_out`); beyond, the loads
+  a_k = m_kl·W_k are put on an integer grid (:func:`weighted_loads`) and ``phased``'s O(n·W) expectation runs over
+  it, the numerator using the rounded load. Either way the mean load of every link,
+  Σ_j m_jl·d_j·r̄_j = C_l·P(some ring sends on l), stays within the capacity exactly;
 * floor (A2 of §11 with the TCP rule): r̄_j is lifted towards j's rate under the TCP rule with every ring of the
   component sending at once, as far as every link's mean load Σ_j m_jl·V_j/T_j stays within its capacity
   (``phased`` lifts all the way, which can overload a link's mean by up to 17 % on random cases: the
