@@ -15,7 +15,7 @@ from ddlsched.cluster.topology import GBIT, Cluster, GPUType, ServerSpec
 from ddlsched.perf import PERF_MODELS, make_perf_model
 from ddlsched.perf.base import Placement
 from ddlsched.perf.phased_exact import phased_job
-from ddlsched.perf.phased_tcp import GRID, weighted_leave_one_out, weighted_loads
+from ddlsched.perf.phased_tcp import GRID_PER_HOP, weighted_leave_one_out, weighted_loads
 from ddlsched.workload.profiles import ModelProfile
 
 C = 10 * GBIT
@@ -62,8 +62,8 @@ def test_always_sending_parking_lot_gets_the_tcp_rule():
 
 
 def test_weighted_loads_grid():
-    assert weighted_loads([1, 1], [1.0, 1.0]) == [GRID, GRID]
-    assert weighted_loads([2, 1], [W2, 1.0]) == [GRID, round(GRID / (2 * W2))]
+    assert weighted_loads([1, 1], [1.0, 1.0]) == [GRID_PER_HOP, GRID_PER_HOP]  # capped: 4 steps per hop
+    assert weighted_loads([2, 1], [W2, 1.0]) == [5, 7]  # step (2·W2 + 1) / 12
 
 
 def test_weighted_expectation_is_the_sum_over_every_state():

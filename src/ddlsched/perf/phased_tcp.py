@@ -39,16 +39,17 @@ from ddlsched.perf.phased_exact import PhasedJob
 from ddlsched.perf.tcp_share import DEFAULT_EXPONENT, DEFAULT_OWN_QUEUE, check_params, tcp_allocation
 
 GRID = 32  # grid steps in the smallest weighted load of a link (unequal weights, many rings)
-GRID_TOTAL = 1024  # at most this many grid steps in a link's total load
+GRID_PER_HOP = 4  # at most this many grid steps per ring hop on the link, on average (the grid's cost)
 EXACT_MAX = 8  # up to this many rings on a link with unequal weights: the exact weighted expectation
 _BISECT = 50  # halvings of a link's lift factor (2^-50: the float resolution of a rate)
 
 
 def weighted_loads(ms: list[int], ws: list[float]) -> list[int]:
     """The loads m_k·W_k on an integer grid whose step is the smallest load / :data:`GRID` (≥ 1 step each), the
-    step raised so that the grid's total stays within :data:`GRID_TOTAL` (used beyond :data:`EXACT_MAX` rings)."""
+    step raised so that the grid's total stays within :data:`GRID_PER_HOP` × the hops on the link (its O(n·W)
+    expectation then costs at most that many times ``phased``'s; used beyond :data:`EXACT_MAX` rings)."""
     loads = [m * w for m, w in zip(ms, ws, strict=True)]
-    step = max(min(loads) / GRID, sum(loads) / GRID_TOTAL)
+    step = max(min(loads) / GRID, sum(loads) / (GRID_PER_HOP * sum(ms)))
     return [max(1, round(x / step)) for x in loads]
 
 
