@@ -28,6 +28,7 @@ demo: $(DEMO_STAMP)
 	$(VENV)/bin/ddlsched compare --trace data/traces/philly_pollux/philly.csv --cluster philly512 \
 		--window 55d:70d --report --out results/demo --overwrite \
 		--policies fifo+consolidated,fifo+pack,sjf+consolidated,tiresias+consolidated,delay-sched
+	@echo "ddlsched is installed in $(VENV): run '. $(VENV)/bin/activate' once per shell for the README's ddlsched lines"
 
 test: $(STAMP)
 	$(PY) -m pytest
@@ -50,8 +51,12 @@ compiled: $(STAMP)
 clean-compiled:
 	test ! -x $(VENV)/bin/ddlsched || $(VENV)/bin/ddlsched native clean
 
-# Emulated-cluster fidelity suite (needs root): testbed up → calibrate → validation suite →
-# docs/validation.md + results/validation/fidelity.json → testbed down (always, also on error/interrupt).
-.PHONY: validate
-validate: $(STAMP)
-	$(VENV)/bin/ddlsched testbed validate --out results/validation --doc docs/validation.md
+# Emulated-cluster fidelity suite (as root; it calls no sudo): testbed up → calibrate → validation suite →
+# results/validation/ (fidelity.json, fidelity.md, calibration.json, runs) → testbed down (always, also on
+# error/interrupt). Tracked files are not touched; `make validate DOC=docs/validation.md` also publishes the
+# table into that doc (and docs/validation.json, docs/images/validation_comm.png).
+.PHONY: validate validate-root
+validate-root:
+	@test "$$(id -u)" = 0 || { echo "make validate needs root (network namespaces, veth, tc qdiscs): run it from a root shell; it does not call sudo (docs/validation.md)" >&2; exit 2; }
+validate: validate-root $(STAMP)
+	$(VENV)/bin/ddlsched testbed validate --out results/validation $(if $(DOC),--doc $(DOC))

@@ -1,7 +1,9 @@
 """Fuzz campaign for trace loading and ``ddlsched simulate``: mutated traces of every format plus CLI-flag cases.
 
 Every case must end in a located error (InputError naming the file, exit 2 with ``error:``) or a clean run
-(every data row a job, ``jobs`` in summary.json equal to the rows). Printed counts: cases, located errors, clean
+(every data row a job, skipped or filtered by reason; ``jobs`` in summary.json equal to the jobs loaded, and
+``rows_read`` = jobs + filtered). The seeds are every bundled format plus the Slurm and Kubernetes exports of
+``data/examples`` (``--formats slurm,kubernetes`` fuzzes only those). Printed counts: cases, located errors, clean
 runs, tracebacks (must be 0), hangs (must be 0), silent losses (must be 0), other contract breaks (must be 0),
 and engine errors (a SimulationError from a valid input: reported, not a loader bug).
 
@@ -32,6 +34,7 @@ from trace_mutations import (  # noqa: E402
     check_load,
     check_simulate,
     cluster_gpu_types,
+    export_seeds,
     mutate,
     seeds,
 )
@@ -43,7 +46,10 @@ FLAG_VALUES: dict[str, list[str]] = {
     "--seed": ["-1", "nan", "9" * 40, "1.5", "", "7"],
     "--time-unit": ["fortnight", "", "auto", "min"],
     "--duration-unit": ["fortnight", "", "h"],
-    "--format": ["nope", "", "muri", "gavel", "generic_csv"],
+    "--format": ["nope", "", "muri", "gavel", "generic_csv", "slurm", "kubernetes"],
+    "--states": ["", "all", "completed", "bogus", ",", "COMPLETED,cancelled"],
+    "--gpus-from": ["", "AllocGPUs", "AllocGPUs:gres/gpu", r"AllocGPUs~(\d+(?:\.\d+)?)", "AllocGPUs~(", "nope~x",
+                    r"AllocGPUs~(\d)(\d)", "User~.*"],
     "--column": ["duration", "=x", "bogus=Elapsed", "duration=nope", "duration=", "num_gpus=User", "model=GPUType"],
     "--gpu-unit": ["bits", "milli", "percent"],
     "--fractional-gpus": ["floor", "error"],
@@ -83,8 +89,8 @@ def classify(out: Outcome) -> str:
 
 
 def trace_cases(n: int, seed: int, limit: int, tmp: Path, tally: collections.Counter, fails: list[str],
-                per_format: dict[str, collections.Counter]) -> None:
-    pool = seeds()
+                per_format: dict[str, collections.Counter], formats: set[str] | None = None) -> None:
+    pool = [s for s in seeds() + export_seeds() if formats is None or s.name in formats]
     types = cluster_gpu_types()
     for i in range(n):
         rng = random.Random(f"{seed}:{i}")
@@ -144,6 +150,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the mutation stream")
     ap.add_argument("--limit", type=int, default=60, help="seconds before a case counts as a hang")
     ap.add_argument("--show", type=int, default=20, help="failures to print")
+    ap.add_argument("--formats", default=None, help="comma-separated seed names to fuzz (default: all)")
+    ap.add_argument("--no-flags", action="store_true", help="skip the CLI flag cases")
     args = ap.parse_args()
     t0 = time.perf_counter()
     tally: collections.Counter = collections.Counter()
@@ -151,8 +159,9 @@ def main() -> int:
     per_format: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     fails: list[str] = []
     with tempfile.TemporaryDirectory(prefix="ddlsched-fuzz-") as tmp:
-        trace_cases(args.cases, args.seed, args.limit, Path(tmp), tally, fails, per_format)
-        n_flags = flag_cases(args.limit, Path(tmp), flags, fails)
+        formats = set(args.formats.split(",")) if args.formats else None
+        trace_cases(args.cases, args.seed, args.limit, Path(tmp), tally, fails, per_format, formats)
+        n_flags = 0 if args.no_flags else flag_cases(args.limit, Path(tmp), flags, fails)
     print(f"mutated traces: {args.cases} cases (seed {args.seed}), {time.perf_counter() - t0:.0f} s in all")
     for name, c in sorted(per_format.items()):
         print(f"  {name:20s} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))

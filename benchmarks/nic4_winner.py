@@ -1,4 +1,5 @@
-"""Which ring of ``nic4`` finishes its communication first, and why (docs/validation.md, "Reading the table").
+"""Which ring of ``nic4`` finishes its communication first, and why (docs/CHANGELOG-validation.md, "Why ring a
+wins in nic4").
 
     ddlsched testbed up --cluster tb32 --nic-mbit 100        # root
     PYTHONPATH=src python benchmarks/nic4_winner.py --repeats 4 --out results/nic4-winner

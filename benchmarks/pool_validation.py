@@ -1,5 +1,5 @@
-"""Pool several ``make validate`` runs: how far each run's median error is from the model's own (docs/validation.md,
-"Pooled over runs").
+"""Pool several ``make validate`` runs: how far each run's median error is from the model's own
+(docs/CHANGELOG-validation.md, "Pooled over runs").
 
     python benchmarks/pool_validation.py RUN_DIR [RUN_DIR ...] [--model 'phased[exact,fairness=tcp]']
 

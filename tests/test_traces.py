@@ -315,7 +315,8 @@ def test_philly_mapping_independent_of_row_order(tmp_path: Path) -> None:
 # ---- FORMATS / CLI --------------------------------------------------------------------------------------------
 
 def test_formats_table() -> None:
-    assert set(FORMATS) == {"philly_pollux", "gavel", "muri", "elasticflow", "pollux", "tiresias", "generic_csv"}
+    assert set(FORMATS) == {"philly_pollux", "gavel", "muri", "elasticflow", "pollux", "tiresias", "slurm",
+                            "kubernetes", "generic_csv"}
     assert all(f.description and callable(f.load) for f in FORMATS.values())
 
 

@@ -183,3 +183,69 @@ def test_cli_reuse_scores_saved_repeats(tmp_path):
     assert "worst 26.5 % (nic2/a)." in text
     report = json.loads((tmp_path / "out" / "fidelity.json").read_text())
     assert report["measurement_spread"]["runs_max"] == 3
+
+
+def test_cli_without_doc_writes_only_under_out(tmp_path, monkeypatch):
+    """Item 3 of issue 32: without ``--doc`` the validation writes under ``--out`` and nowhere else (no doc, no
+    docs/validation.json, no docs/images plot)."""
+    from click.testing import CliRunner
+
+    from ddlsched.cli.testbed import testbed
+
+    _save_repeats(tmp_path / "saved" / "runs")
+    cal = save_calibration(CAL, tmp_path / "cal.json")
+    work = tmp_path / "work"
+    (work / "docs").mkdir(parents=True)
+    (work / "docs" / "validation.md").write_text("tracked\n")
+    monkeypatch.chdir(work)
+    out = CliRunner().invoke(testbed, ["validate", "--reuse", str(tmp_path / "saved"), "--calibration", str(cal),
+                                       "--out", "results/validation", "--only", "nic2", "--only", "uplink"])
+    assert out.exit_code == 0, out.output
+    files = sorted(str(p.relative_to(work)) for p in work.rglob("*") if p.is_file())
+    assert [f for f in files if not f.startswith("results/validation/")] == ["docs/validation.md"]
+    assert (work / "docs" / "validation.md").read_text() == "tracked\n"
+    assert "results/validation/fidelity.md" in files and "results/validation/fidelity.json" in files
+    assert "<!-- fidelity:begin -->" in (work / "results" / "validation" / "fidelity.md").read_text()
+
+
+def test_make_validate_writes_results_only_and_calls_no_sudo(tmp_path):
+    """``make validate`` passes no --doc (DOC=… opts in) and its recipe has no sudo."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    root = Path(__file__).resolve().parents[1]
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    (venv / ".installed-stamp").write_text("")
+    run = [shutil.which("make"), "-n", "-s", "-C", str(root), f"VENV={venv}"]
+    plain = subprocess.run([*run, "validate"], capture_output=True, text=True, check=True).stdout
+    line = [x for x in plain.splitlines() if "testbed validate" in x]
+    assert line and "--out results/validation" in line[0] and "--doc" not in line[0], plain
+    assert "sudo" not in plain.replace("does not call sudo", "")
+    doc = subprocess.run([*run, "validate", "DOC=docs/validation.md"], capture_output=True, text=True,
+                         check=True).stdout
+    assert "--doc docs/validation.md" in doc
+
+
+def test_rescore_of_the_published_report_reproduces_its_errors(tmp_path):
+    """``testbed rescore`` (saved report, mean starts) gives the report's own errors back for the fluid models it
+    scored, and scores a model the report does not have."""
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from ddlsched.cli.testbed import testbed
+
+    report = Path(__file__).resolve().parents[1] / "docs" / "validation.json"
+    out = CliRunner().invoke(testbed, ["rescore", str(report), "--models", "maxmin,phased_tcp",
+                                       "--out", str(tmp_path / "r.json")])
+    assert out.exit_code == 0, out.output
+    scored = json.loads((tmp_path / "r.json").read_text())
+    assert set(scored["check"]) == {"maxmin/raw", "maxmin/calibrated"}
+    assert max(scored["check"].values()) < 0.001  # within 0.1 percentage point of every job's published error
+    assert {e["model"] for e in scored["summary"]} == {"maxmin", "phased_tcp"}
+    bad = CliRunner().invoke(testbed, ["rescore", str(report), "--models", "nope"])
+    assert bad.exit_code == 2 and "unknown model" in bad.output

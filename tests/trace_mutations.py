@@ -58,6 +58,18 @@ def seeds() -> list[Seed]:
     ]
 
 
+def export_seeds() -> list[Seed]:
+    """The example scheduler exports of ``data/examples`` (Slurm, Kubernetes), whole: rows filtered by reason
+    too. The Slurm one names V100s only, so that its rows load on the fuzz cluster (``hetero``)."""
+    return [Seed("slurm", _example("sacct_gpu.txt", 26).replace(b"gres/gpu:a100", b"gres/gpu:v100"), b"|", True),
+            Seed("kubernetes", _example("pods_gpu.csv", 13), b",", True)]
+
+
+def _example(name: str, rows: int) -> bytes:
+    lines = (ROOT / "data" / "examples" / name).read_bytes().split(b"\n")
+    return b"\n".join(lines[:rows]) + b"\n"
+
+
 VALUES: list[bytes] = [b"", b"nan", b"inf", b"-inf", b"-1", b"0", b"-0", b"1e400", b"1e308", b"1e-320", b"1.5",
                        b"NaN", b"Infinity", b" 12 ", b"9" * 5000, b"x" * 200_000, b"\xff\xfe", b"\xc3(", b'"abc',
                        b'ab"c', b'"', b"[red]x", "\u00e9\U0001f600".encode(), b",", b"\t", b"NULL", b"1_000",
@@ -234,9 +246,10 @@ def check_load(path: Path, *, skip_invalid: bool, gpu_types: list[str] | None = 
     rows = data_rows(path.read_bytes(), t.format)
     if not t.jobs:
         return Outcome("bad", f"silent loss: a trace with {rows} data rows loaded with no job", rows)
-    if len(t.jobs) + t.skipped != rows or (not skip_invalid and t.skipped):
-        return Outcome("bad", f"silent loss: {len(t.jobs)} jobs + {t.skipped} skipped != {rows} rows", rows,
-                       len(t.jobs), t.skipped)
+    filtered = sum(t.filtered.values())
+    if len(t.jobs) + t.skipped + filtered != rows or t.rows != rows or (not skip_invalid and t.skipped):
+        return Outcome("bad", f"silent loss: {len(t.jobs)} jobs + {t.skipped} skipped + {filtered} filtered != "
+                              f"{rows} rows", rows, len(t.jobs), t.skipped)
     return Outcome("loaded", t.format, rows, len(t.jobs), t.skipped)
 
 
@@ -264,6 +277,8 @@ def check_simulate(path: Path | None, out: Path, extra: list[str], *, expect_job
         s: dict[str, Any] = json.loads((out / "summary.json").read_text())
         if expect_jobs is not None and s["jobs"] != expect_jobs:
             return Outcome("bad", f"silent loss: summary jobs {s['jobs']} != {expect_jobs} rows")
+        if "rows_read" in s and s["rows_read"] != s["jobs"] + sum(s["rows_filtered"].values()):
+            return Outcome("bad", f"silent loss: rows_read {s['rows_read']} != jobs + filtered")
         return Outcome("loaded", "", s["jobs"], s["jobs"])
     if r.exit_code == 2 and ("error:" in r.output or "Error:" in r.output):
         if (out / "summary.json").exists():

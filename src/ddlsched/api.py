@@ -49,6 +49,8 @@ class Result:
     raw: SimResult
     summary: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    window: Any = None
+    """The measurement window (``warmup``/``cooldown``) the summary was computed over."""
 
     @property
     def records(self) -> Records:
@@ -80,8 +82,9 @@ class Result:
 
         final = Path(out)
         with staged(final, overwrite=overwrite) as st:
-            write_run(self.raw, st.tmp, parquet=parquet, extra={k: self.summary[k] for k in ("trace", "load_scale")
-                                                                 if k in self.summary})
+            keep = ("trace", "load_scale", "rows_read", "rows_filtered")
+            write_run(self.raw, st.tmp, parquet=parquet, extra={k: self.summary[k] for k in keep if k in self.summary},
+                      window=self.window)
             st.commit("run", {"source": "ddlsched.simulate"})
         return final
 
@@ -111,11 +114,49 @@ def build_cluster(*, racks: int = 1, servers_per_rack: int = 4, gpus_per_server:
         raise ConfigError(str(e), field="cluster") from None
 
 
-def load_trace(path: str | Path, format: str | None = None, **options: Any) -> Trace:
-    """Load a trace file or folder (format detected when ``format`` is None; see ``docs/traces.md``)."""
+def load_trace(path: str | Path, format: str | None = None, *, window: str | None = None,
+               max_jobs: int | None = None, load_scale: float = 1.0, **options: Any) -> Trace:
+    """Load a trace file or folder (format detected when ``format`` is None; see ``docs/traces.md``), then cut
+    and scale it as the CLI's flags do: :meth:`Trace` jobs arriving in ``window`` ("START:END" after the first
+    arrival, ``--window``), the first ``max_jobs`` by arrival, arrivals scaled by ``load_scale`` (notes say so).
+    ``warmup``/``cooldown`` only change what is measured: give them to :func:`simulate`."""
     from ddlsched.workload.loaders import load_trace as load
 
-    return load(path, format, **options)
+    for k in ("warmup", "cooldown"):
+        if k in options:
+            raise ConfigError(f"{k} leaves jobs out of the metrics, not out of the trace: pass {k}= to "
+                              "ddlsched.simulate", field=k)
+    trace = load(path, format, **options)
+    return cut_trace(trace, window=window, max_jobs=max_jobs, load_scale=load_scale)
+
+
+def cut_trace(trace: Trace, *, window: str | None = None, max_jobs: int | None = None,
+              load_scale: float = 1.0) -> Trace:
+    """A copy of ``trace`` with the jobs arriving in ``window``, then the first ``max_jobs``, arrivals scaled by
+    ``load_scale`` (the CLI's ``--window``, ``--max-jobs``, ``--load-scale``, applied in that order); ``skipped``
+    and ``filtered`` are kept only while no job was cut (they count rows of the whole file)."""
+    import dataclasses
+
+    from ddlsched.workload.inputs import check_max_jobs, cut_window
+    from ddlsched.workload.transform import check_load_scale, scale_arrivals
+
+    load_scale = check_load_scale(load_scale)
+    jobs, notes = list(trace.jobs), list(trace.notes)
+    if window is not None:
+        jobs, note = cut_window(jobs, window)
+        notes.append(note)
+    if max_jobs is not None and check_max_jobs(max_jobs) < len(jobs):
+        notes.append(f"--max-jobs {max_jobs}: the first {max_jobs} of {len(jobs)} jobs by arrival are used")
+        jobs = jobs[:max_jobs]
+    if load_scale != 1.0:
+        jobs = scale_arrivals(jobs, load_scale)
+        notes.append(f"--load-scale {load_scale:g}: inter-arrival times divided by {load_scale:g}")
+    if len(jobs) == len(trace.jobs) and load_scale == 1.0:
+        return trace
+    cut = len(jobs) != len(trace.jobs)
+    return dataclasses.replace(trace, jobs=jobs, notes=notes, skipped=0 if cut else trace.skipped,
+                               skipped_reasons=[] if cut else list(trace.skipped_reasons),
+                               filtered={} if cut else dict(trace.filtered))
 
 
 def _policy(policy: str | Policy, params: dict[str, Any] | None) -> Policy:
@@ -132,18 +173,24 @@ def simulate(trace: str | Path | Trace | Sequence[JobSpec], cluster: str | Path 
              policy_params: dict[str, Any] | None = None, perf_model: str | None = None,
              perf_params: dict[str, Any] | None = None, model_params: dict[str, Any] | None = None,
              restart_penalty_s: float | None = None, seed: int = 0, max_jobs: int | None = None,
-             load_scale: float = 1.0, window: str | None = None, trace_format: str | None = None,
+             load_scale: float = 1.0, window: str | None = None, warmup: str | None = None,
+             cooldown: str | None = None, trace_format: str | None = None,
              trace_options: dict[str, Any] | None = None, models: str | Path | None = None,
              catalog: ModelCatalog | None = None, plugins: Iterable[str] = (), timeseries: bool = True,
              progress: Callable[[float, int, int], None] | None = None,
              tenants: str | Path | None = None) -> Result:
     """Simulate ``policy`` on ``trace`` (a path, a loaded :class:`Trace`, or JobSpecs) and ``cluster`` (a preset,
-    a cluster file, or a :class:`Cluster`). Options mirror ``ddlsched simulate``'s flags (``tenants``: a tenants
-    file, as ``--tenants``; it replaces a ``tenants:`` section of the cluster file)."""
+    a cluster file, or a :class:`Cluster`). Options mirror ``ddlsched simulate``'s flags: ``window`` cuts any
+    trace (a path, a :class:`Trace`, JobSpecs) before ``max_jobs``; ``warmup``/``cooldown`` ("3600", "2d",
+    "500jobs") leave the first/last jobs out of the summary's per-job metrics (docs/metrics.md); ``tenants``: a
+    tenants file, as ``--tenants`` (it replaces a ``tenants:`` section of the cluster file)."""
     from ddlsched.engine.run import SimConfig, run_simulation
     from ddlsched.metrics.summary import summarize
+    from ddlsched.metrics.window import Window
     from ddlsched.policies.registry import load_plugin
+    from ddlsched.workload.inputs import row_accounting
 
+    measured = Window.parse(warmup, cooldown)
     for p in plugins:
         load_plugin(p)
     c = load_cluster(cluster, seed=seed)
@@ -153,6 +200,7 @@ def simulate(trace: str | Path | Trace | Sequence[JobSpec], cluster: str | Path 
         c = attach(c, load_tenants_file(tenants, c))
     notes: list[str] = []
     skipped = 0
+    acct: Trace | None = None
     label = ""
     if isinstance(trace, str | Path):
         from ddlsched.workload.inputs import load_workload_and_models
@@ -162,21 +210,17 @@ def simulate(trace: str | Path | Trace | Sequence[JobSpec], cluster: str | Path 
                                      window=window)
         jobs, notes, label = w.jobs, w.notes, w.label
         catalog = catalog or w.catalog
-        if w.trace is not None and max_jobs is None and window is None:
-            skipped = w.trace.skipped
+        whole = w.trace is not None and max_jobs is None and window is None
+        if whole:
+            skipped = w.trace.skipped  # type: ignore[union-attr]
+        acct = w.trace if whole else None
     else:
-        if trace_format or trace_options or models or window:
-            raise ConfigError("trace_format/trace_options/models/window apply to a trace path only", field="trace")
-        if isinstance(trace, Trace):
-            jobs, notes, label, skipped = list(trace.jobs), list(trace.notes), trace.path, trace.skipped
-        else:
-            jobs = list(trace)
-        if max_jobs is not None:
-            jobs, skipped = sorted(jobs, key=lambda j: j.arrival_s)[:max_jobs], 0
-        if load_scale != 1.0:
-            from ddlsched.workload.transform import scale_arrivals
-
-            jobs = scale_arrivals(jobs, load_scale)
+        if trace_format or trace_options or models:
+            raise ConfigError("trace_format/trace_options/models apply to a trace path only", field="trace")
+        loaded = trace if isinstance(trace, Trace) else Trace(jobs=list(trace), path="", format="jobs")
+        loaded = cut_trace(loaded, window=window, max_jobs=max_jobs, load_scale=load_scale)
+        jobs, notes, label, skipped = list(loaded.jobs), list(loaded.notes), loaded.path, loaded.skipped
+        acct = loaded
     config = SimConfig(perf_model=perf_model, perf_params=dict(perf_params or {}),
                        model_params=dict(model_params or {}), restart_penalty_s=restart_penalty_s, seed=seed,
                        record_timeseries=timeseries)
@@ -185,9 +229,10 @@ def simulate(trace: str | Path | Trace | Sequence[JobSpec], cluster: str | Path 
         notes += [line] if line else []
     raw = run_simulation(c, jobs, _policy(policy, policy_params), config, catalog=catalog or default_catalog(),
                          progress=progress, skipped=skipped)
-    summary = summarize(raw)
+    summary = summarize(raw, measured)
     summary.update({"trace": label, "load_scale": load_scale})
-    return Result(raw, summary, notes + raw.notes)
+    summary.update(row_accounting(acct, raw.jobs))
+    return Result(raw, summary, notes + raw.notes, measured)
 
 
 @dataclass

@@ -101,6 +101,14 @@ SUMMARY_FIELDS: dict[str, str] = {
     "mechanisms": "how often each mechanism of the execution model and of the policy fired (MECHANISMS)",
 }
 
+TRACE_ROW_FIELDS: dict[str, str] = {
+    "rows_read": "data rows of the trace file(s) = jobs + sum(rows_filtered); in summary.json only when the loader "
+                 "filtered rows (Slurm, Kubernetes exports) and the whole trace was used",
+    "rows_filtered": "well-formed rows that are not jobs, by reason: state (not in --states), never_ran, zero_gpus, "
+                     "step, component (ddlsched.workload.trace.FILTER_REASONS)",
+}
+"""Summary keys about the trace's rows (issue 33), added to SUMMARY_FIELDS' keys when present."""
+
 MECHANISMS: dict[str, str] = {
     "starts": "fluid: jobs (re)started",
     "shared_starts": "fluid: starts onto a GPU that already hosted another job (GPU sharing)",

@@ -53,6 +53,15 @@ def main() -> None:
         sys.exit(2)
     except KeyboardInterrupt as e:
         _interrupted(e)
+    except OSError as e:  # a writer or reader the OS stopped (full disk, read-only, name too long, symlink loop)
+        from ddlsched.metrics.atomic import os_error_text
+
+        err_console.print(f"[red]error:[/] {escape(os_error_text(e))}")
+        sys.exit(1)
+    except MemoryError:
+        err_console.print("[red]error:[/] out of memory (a trace's jobs are all held in memory: try --window or "
+                          "--max-jobs, or a machine with more memory); no result was written")
+        sys.exit(1)
     except ModuleNotFoundError as e:
         root = (e.name or "").split(".")[0]
         if root not in EXTRAS:

@@ -130,6 +130,12 @@ def mapping_options(f: Any) -> Any:
                      help="generic_csv: what the num_gpus column counts (default gpus)."),
         click.option("--fractional-gpus", type=click.Choice(list(FRACTIONAL_RULES)), default=None,
                      help="generic_csv: a fractional GPU request is rounded up (ceil, default) or an error."),
+        click.option("--states", default=None, metavar="STATE,...|all",
+                     help="slurm/kubernetes: end states simulated (default slurm: completed,timeout,failed,"
+                          "out_of_memory,node_fail; kubernetes: succeeded,failed). Other rows are counted by reason."),
+        click.option("--gpus-from", default=None, metavar="COLUMN:KEY|COLUMN~REGEX",
+                     help="generic_csv: read the GPU count from a column's text, e.g. AllocTRES:gres/gpu "
+                          "(key=value list) or 'Gres~gpu:(\\d+)'."),
         click.option("--models", "models", type=click.Path(dir_okay=False), default=None, metavar="FILE.csv",
                      help="Extra model profiles (name,grad_mb,compute_ms,fw_ms,bw_ms,batch_size,mem_mb,source)."),
         click.option("--unknown-models", type=click.Choice(list(UNKNOWN_MODEL_RULES)), default=None,
@@ -210,7 +216,8 @@ def load_options(kw: dict[str, Any]) -> dict[str, Any]:
             raise InputError(f"--tenant-column {kw['tenant_column']!r} and --column user={cols['user']!r} disagree",
                              field="--tenant-column")
         cols["user"] = kw["tenant_column"]
-    for key in ("time_unit", "duration_unit", "gpu_unit", "fractional_gpus", "unknown_models"):
+    for key in ("time_unit", "duration_unit", "gpu_unit", "fractional_gpus", "unknown_models", "states",
+                "gpus_from"):
         if kw.get(key) is not None:
             opts[key] = kw[key]
     return opts
@@ -295,8 +302,11 @@ def run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, workl
                                   progress=lambda t, done, total: bar.update(task, completed=done, t=t))
     else:
         result = simulate_run(policy_name, policy_params, cluster, jobs, **sim_kw)
+    from ddlsched.workload.inputs import row_accounting
+
+    rows = row_accounting(workload.trace if whole else None, result.jobs)
     summary = write_run(result, out, parquet=kw["parquet"],
-                        extra={"trace": str(kw["trace_path"]), "load_scale": kw["load_scale"]},
+                        extra={"trace": str(kw["trace_path"]), "load_scale": kw["load_scale"], **rows},
                         window=measurement_window(kw))
     if result.rejected:
         err_console.print(f"[yellow]warning:[/] {len(result.rejected)} job(s) rejected as impossible on "

@@ -51,7 +51,23 @@ def run_inputs(kw: dict[str, Any], policy: str, params: dict[str, Any]) -> dict[
                 "tenant_column": kw.get("tenant_column")} if kw.get("tenants_file") or kw.get("tenant_column") else {}),
             "perf_params": parse_kv(kw["perf_param"], "perf-param"),
             "model_params": parse_kv(kw["model_param"], "model-param"), "restart_penalty_s": kw["restart_penalty"],
-            "seed": kw["seed"], "parquet": kw["parquet"]}
+            "seed": kw["seed"], "parquet": kw["parquet"], "states": kw.get("states"),
+            "gpus_from": kw.get("gpus_from")}
+
+
+def input_paths(kw: dict[str, Any]) -> list[str | None]:
+    """The files a run reads (trace, cluster file, models, plug-ins): ``--overwrite`` must never delete them."""
+    return [kw.get("trace_path"), kw.get("cluster_spec"), kw.get("models"), kw.get("tenants_file"),
+            *kw.get("plugins", ())]
+
+
+def _rows_line(summary: dict[str, Any]) -> None:
+    """``rows read N = J jobs + filtered (by reason)`` when the loader filtered rows (Slurm, Kubernetes)."""
+    if "rows_read" not in summary:
+        return
+    by = ", ".join(f"{v:,} {k}" for k, v in summary["rows_filtered"].items())
+    console.print(f"rows read {summary['rows_read']:,} = {summary['jobs']:,} jobs (simulated + invalid skipped) "
+                  f"+ filtered: {by}", highlight=False)
 
 
 @click.command()
@@ -70,7 +86,7 @@ def simulate(policy: str, policy_param: tuple[str, ...], out: str, overwrite: bo
     from ddlsched.metrics.interrupts import interrupts_raise
 
     params = parse_kv(policy_param, "policy-param")
-    with interrupts_raise(), staged(Path(out), overwrite=overwrite, note=_note) as st:
+    with interrupts_raise(), staged(Path(out), overwrite=overwrite, note=_note, inputs=input_paths(kw)) as st:
         cluster, w = load_run_inputs(kw)
         jobs = w.jobs
         for n in w.notes:
@@ -83,6 +99,7 @@ def simulate(policy: str, policy_param: tuple[str, ...], out: str, overwrite: bo
     console.print(f"{cluster.describe()}; {len(jobs)} jobs; {_load_text(summary)}")
     console.print(summary_table([summary], f"{policy} on {cluster.name}"))
     _fairness_table([summary])
+    _rows_line(summary)
     _window_note(summary)
     _warnings([summary])
     console.print(f"results in {out}/")
@@ -115,7 +132,7 @@ def compare(policies: str, out: str, overwrite: bool, resume: bool, make_report:
     shared = {k: v for k, v in inputs[folders[0]].items() if k not in ("policy", "policy_params")}
     rows = []
     with interrupts_raise(), open_compare(Path(out), folders, inputs, shared, overwrite=overwrite,
-                                          resume=resume, note=_note) as target:
+                                          resume=resume, note=_note, protect=input_paths(kw)) as target:
         cluster, w = load_run_inputs(kw)
         jobs = w.jobs
         for n in w.notes:
@@ -138,6 +155,7 @@ def compare(policies: str, out: str, overwrite: bool, resume: bool, make_report:
     console.print(f"{cluster.describe()}; {len(jobs)} jobs; {_load_text(rows[0])}")
     console.print(summary_table(rows, f"policies on {cluster.name}"))
     _fairness_table(rows)
+    _rows_line(rows[0])
     _window_note(rows[0])
     _warnings(rows)
     note = mixed_models_note(rows)

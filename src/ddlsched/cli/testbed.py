@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -295,7 +296,9 @@ def _calibrate(spec: str, nic_mbit: float, scale: float | None, out: str, keep: 
 @click.option("--calibration", type=click.Path(exists=True), default=None,
               help="use this profile instead of calibrating first")
 @click.option("--out", default=DEFAULT_OUT, show_default=True)
-@click.option("--doc", default="docs/validation.md", show_default=True, help="markdown file to update")
+@click.option("--doc", default=None,
+              help="also rewrite this markdown file's fidelity block (e.g. docs/validation.md), its .json beside it "
+                   "and the plot in its images/ folder; without it everything goes under --out only")
 @click.option("--only", multiple=True, help="run only these scenarios")
 @click.option("--backend", type=click.Choice(["socket", "torch"]), default="socket", show_default=True)
 @click.option("--keep", is_flag=True, help="leave the testbed up")
@@ -305,10 +308,10 @@ def _calibrate(spec: str, nic_mbit: float, scale: float | None, out: str, keep: 
 @fair_opt
 @cal_repeats_opt
 @val_repeats_opt
-def validate(spec: str, nic_mbit: float, calibration: str | None, out: str, doc: str, only: tuple[str, ...],
+def validate(spec: str, nic_mbit: float, calibration: str | None, out: str, doc: str | None, only: tuple[str, ...],
              backend: str, keep: bool, reuse: str | None, fair: int, cal_repeats: int, val_repeats: int) -> None:
-    """Calibrate, run the fidelity suite (each scenario --val-repeats times), write the table (JSON +
-    docs/validation.md), tear down."""
+    """Calibrate, run the fidelity suite (each scenario --val-repeats times), write the table under --out (and into
+    --doc when given), tear down."""
     from ddlsched.testbed.calibrate import load_calibration
     from ddlsched.testbed.scenarios import VALIDATION
 
@@ -371,7 +374,7 @@ def _run_validation(spec: str, nic_mbit: float, calibration: str | None, out: st
     return cal, sc, meta, results
 
 
-def _report(sc: Cluster, meta: dict[str, Any], cal: Any, results: list[Any], out: str, doc: str) -> None:
+def _report(sc: Cluster, meta: dict[str, Any], cal: Any, results: list[Any], out: str, doc: str | None) -> None:
     from ddlsched.testbed.validate import (
         evaluate,
         markdown_detail,
@@ -400,11 +403,16 @@ def _report(sc: Cluster, meta: dict[str, Any], cal: Any, results: list[Any], out
     except ImportError:
         click.echo("matplotlib not installed (pip install 'ddlsched[plots]'): no plot")
         plots = []
+    Path(out).mkdir(parents=True, exist_ok=True)
+    (Path(out) / "fidelity.md").write_text(_block(report, table, detail) + "\n")
     if doc:
         _update_doc(Path(doc), report, table, detail)
         save_report(report, Path(doc).with_suffix(".json"))
-        click.echo(f"wrote {doc}, {Path(doc).with_suffix('.json')}, {out}/fidelity.json" +
+        click.echo(f"wrote {doc}, {Path(doc).with_suffix('.json')}, {out}/fidelity.json, {out}/fidelity.md" +
                    "".join(f", {p}" for p in plots))
+    else:
+        click.echo(f"wrote {out}/fidelity.json, {out}/fidelity.md" + "".join(f", {p}" for p in plots)
+                   + " (no doc updated: pass --doc docs/validation.md to publish)")
 
 
 BEGIN, END = "<!-- fidelity:begin -->", "<!-- fidelity:end -->"
@@ -440,7 +448,9 @@ def _fmt_tcp(cal: dict[str, Any]) -> str:
     return out
 
 
-def _update_doc(path: Path, report: dict[str, Any], table: str, detail: str) -> None:
+def _block(report: dict[str, Any], table: str, detail: str) -> str:
+    """The fidelity block (between the markers) that ``--doc`` writes into the doc and ``--out`` keeps as
+    ``fidelity.md``."""
     from ddlsched.testbed.validate import spread_line
 
     cal = report["calibration"]
@@ -463,6 +473,11 @@ def _update_doc(path: Path, report: dict[str, Any], table: str, detail: str) -> 
         *(["", f"![predicted vs measured communication time per job]"
                f"(images/{report['plot']})"] if report.get("plot") else []),
         "", "### Per job (calibrated parameters)", "", detail, END])
+    return block
+
+
+def _update_doc(path: Path, report: dict[str, Any], table: str, detail: str) -> None:
+    block = _block(report, table, detail)
     text = path.read_text() if path.exists() else f"# Validation of the contention physics\n\n{BEGIN}\n{END}\n"
     if BEGIN in text and END in text:
         text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END):]
@@ -470,6 +485,37 @@ def _update_doc(path: Path, report: dict[str, Any], table: str, detail: str) -> 
         text += "\n" + block + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+
+
+@testbed.command()
+@click.argument("report", type=click.Path(exists=True, dir_okay=False))
+@click.option("--models", default="maxmin,phased,phased_tcp", show_default=True,
+              help="comma-separated models or variants (as in the fidelity table, e.g. 'phased[exact]')")
+@click.option("--out", default=f"{DEFAULT_OUT}/rescore.json", show_default=True, help="where to save the scores")
+def rescore(report: str, models: str, out: str) -> None:
+    """Score models on a saved fidelity report (fidelity.json or docs/validation.json) when its raw runs are gone:
+    each scenario replayed once with its jobs' mean measured starts (no testbed, no root). Prints the summary table
+    and how far the rescored errors of the models the report already scored are from the report's."""
+    from ddlsched.testbed.validate import markdown_table, model_labels, rescore_report, save_report
+
+    saved = json.loads(Path(report).read_text())
+    labels = [m.strip() for m in re.split(r",(?![^\[]*\])", models) if m.strip()]  # commas inside [...] stay
+    bad = [m for m in labels if m not in model_labels()]
+    if bad:
+        raise click.BadParameter(f"unknown model(s) {bad}; choose from {', '.join(model_labels())}",
+                                 param_hint="--models")
+    tb = saved.get("testbed") or {}
+    try:
+        sc, _ = _scaled(tb.get("spec", "tb32"), tb.get("nic_mbit", 100.0), None)
+        scored = rescore_report(sc, saved, labels)
+    except (KeyError, ValueError) as e:
+        raise click.ClickException(f"{report}: not a fidelity report this version can rescore ({e})") from e
+    save_report(scored, out)
+    click.echo(f"rescored {len(scored['jobs'])} jobs of {report} (generated by `{saved.get('command')}`)")
+    click.echo(markdown_table(scored))
+    for key, d in scored["check"].items():
+        click.echo(f"check: {key} differs from the report by at most {100 * d:.2f} points (comm. and JCT error)")
+    click.echo(f"wrote {out}")
 
 
 if __name__ == "__main__":

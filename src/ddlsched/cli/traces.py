@@ -64,7 +64,13 @@ def info(path: str, seed: int, cluster_spec: str | None, **kw: Any) -> None:
     t.add_column("value")
     t.add_row("format", d["format"])
     t.add_row("jobs", f"{d['jobs']:,}")
-    t.add_row("skipped rows", f"{d['skipped']:,}")
+    t.add_row("rows read", f"{d['rows']:,}")
+    t.add_row("skipped rows (invalid)", f"{d['skipped']:,}")
+    if d["filtered"]:
+        from ddlsched.workload.trace import FILTER_REASONS
+
+        for reason, n in d["filtered"].items():
+            t.add_row(f"filtered: {reason}", f"{n:,} ({FILTER_REASONS[reason]})")
     t.add_row("first arrival", _fmt_s(d["first_arrival_s"]))
     t.add_row("last arrival", _fmt_s(d["last_arrival_s"]))
     if d["epoch"]:

@@ -13,20 +13,22 @@ Example (YAML)::
 
 Values are strict: counts are whole numbers (``true``, ``'8'`` and ``1.5`` are refused), every number is finite
 (no ``.nan``/``.inf``) and at most ``MAX_RATE``; a cluster has at most ``MAX_CLUSTER_GPUS`` GPUs and servers. A key
-given twice, a cyclic alias and non-UTF-8 bytes are errors naming the file and line.
+given twice (also on one line), a cyclic alias and non-UTF-8 bytes are errors naming the file and line; only a
+regular file of at most 8 MiB is read (:mod:`ddlsched.safe_read`). The format is documented in docs/clusters.md.
 """
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ddlsched.cluster.topology import Cluster, GPUType, ServerSpec
 from ddlsched.errors import ConfigError
+from ddlsched.safe_read import read_structured
+
+__all__ = ["ClusterConfig", "load_cluster_file", "read_structured", "validation_error"]
 
 MAX_CLUSTER_GPUS = 1_000_000
 """Most GPUs (and servers) a cluster file may describe; checked before anything is built."""
@@ -93,67 +95,6 @@ class ClusterConfig(_Strict):
             oversubscription=self.network.oversubscription,
             hop_latency_s=self.network.hop_latency_us * 1e-6,
         )
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, but a key given twice in one mapping is an error (PyYAML keeps the last silently)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            try:
-                first = seen.setdefault(key, key_node.start_mark.line + 1)
-            except TypeError:  # an unhashable key: PyYAML reports it below
-                continue
-            if first != key_node.start_mark.line + 1:
-                raise ConfigError(f"key {str(key)[:60]!r} given twice (first on line {first})",
-                                  line=key_node.start_mark.line + 1, field=str(key)[:60])
-        return super().construct_mapping(node, deep=deep)
-
-
-def _check_acyclic(data: Any, path: str, stack: tuple[int, ...] = ()) -> None:
-    """A YAML alias that refers to its own ancestor (``a: &x {b: *x}``) makes a cyclic structure: refuse it."""
-    if isinstance(data, dict | list):
-        if id(data) in stack:
-            raise ConfigError("a cyclic YAML alias (an anchor used inside itself)", path=path)
-        for v in data.values() if isinstance(data, dict) else data:
-            _check_acyclic(v, path, (*stack, id(data)))
-
-
-def read_structured(path: Path) -> dict[str, Any]:
-    """Read a YAML or TOML file into a dict, with errors naming the file (and line for YAML, decoding, keys
-    given twice). Non-UTF-8 bytes, duplicate keys and cyclic aliases are errors."""
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise ConfigError(f"cannot read: {e.strerror}", path=str(path)) from e
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise ConfigError(f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})", path=str(path),
-                          line=line) from None
-    try:
-        if path.suffix.lower() == ".toml":
-            data = tomllib.loads(text)
-        else:
-            data = yaml.load(text, Loader=_UniqueKeyLoader)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"invalid TOML: {e}", path=str(path)) from None
-    except ConfigError as e:
-        raise ConfigError(e.reason, path=str(path), line=e.line, field=e.field) from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
-        line = getattr(mark, "line", None)
-        msg = " ".join(str(e).split())  # one line
-        raise ConfigError(f"invalid YAML: {msg}", path=str(path), line=None if line is None else line + 1) from None
-    except RecursionError:
-        raise ConfigError("nested too deeply", path=str(path)) from None
-    if not isinstance(data, dict):
-        raise ConfigError("expected a mapping at the top level", path=str(path))
-    _check_acyclic(data, str(path))
-    return data
 
 
 def validation_error(e: ValidationError, path: str) -> ConfigError:

@@ -186,7 +186,7 @@ def parse_tenants(data: Any, cluster: Any, path: str, prefix: str = "tenants") -
 
 def load_tenants_file(path: str | Path, cluster: Any) -> TenantSet:
     """A separate tenants file (YAML or TOML): the mapping at its top level, or under ``tenants:``."""
-    from ddlsched.cluster.config import read_structured
+    from ddlsched.safe_read import read_structured
 
     p = Path(path)
     data = read_structured(p)

@@ -4,6 +4,7 @@ options against it, run the core. (Loading traces and clusters is ``ddlsched.api
 from __future__ import annotations
 
 import gc
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,7 @@ from ddlsched.engine.model import ExecutionModel, ModelSettings, Requirements
 from ddlsched.engine.result import SimResult
 from ddlsched.engine.rounds import RoundsModel
 from ddlsched.engine.taskdag import TaskDagModel
-from ddlsched.errors import ConfigError
+from ddlsched.errors import ConfigError, DdlschedError, SimulationError
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.profiles import ModelCatalog
 
@@ -92,11 +93,47 @@ def run_simulation(cluster: Cluster, jobs: Sequence[JobSpec], policy: Any, confi
                    skipped: int = 0) -> SimResult:
     """Run ``policy`` over ``jobs`` on ``cluster`` and return the result (records, time series, counters)."""
     config = config or SimConfig()
-    model = build_model(cluster, policy, config, catalog or default_catalog())
-    policy.reset()
-    core = Core(jobs, policy, model, record_timeseries=config.record_timeseries, audit=config.audit,
-                progress=progress, skipped=skipped)
-    return _run_frozen(core)
+    core: Core | None = None
+    try:
+        model = build_model(cluster, policy, config, catalog or default_catalog())
+        policy.reset()
+        core = Core(jobs, policy, model, record_timeseries=config.record_timeseries, audit=config.audit,
+                    progress=progress, skipped=skipped)
+        return _run_frozen(core)
+    except DdlschedError:
+        raise
+    except Exception as e:
+        where = plugin_file(policy)
+        if where is None:  # a bug in ddlsched itself: keep the traceback
+            raise
+        raise SimulationError(plugin_failure(policy, where, e, getattr(core, "now", None))) from None
+
+
+def plugin_file(policy: Any) -> str | None:
+    """The source file of a policy that is not part of ddlsched (a plug-in), else None."""
+    mod = type(policy).__module__
+    if mod == "ddlsched" or mod.startswith("ddlsched."):
+        return None
+    return str(getattr(sys.modules.get(mod), "__file__", None) or mod)
+
+
+def plugin_failure(policy: Any, where: str, e: BaseException, now: float | None) -> str:
+    """One line naming the plug-in policy, the file and line where it failed, the time, and what went wrong."""
+    line = None
+    tb = e.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == where:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    text = " ".join(str(e).split())[:300]
+    hint = ""
+    if isinstance(e, TypeError) and "NoneType" in text and "iterable" in text:
+        hint = " (schedule() returned None: it must return a list of decisions, e.g. [] when it has none)"
+    elif isinstance(e, TypeError | IndexError | KeyError) and ("float" in text or "indices" in text):
+        hint = " (a decision names GPUs by their whole-number ids, e.g. Start(job_id, (0, 1)))"
+    at = f" at t={now:g} s" if now is not None else ""
+    name = getattr(policy, "name", type(policy).__name__)
+    return (f"policy {name!r} ({where}{f':{line}' if line else ''}) failed{at}: {type(e).__name__}: {text}{hint}")
 
 
 def _run_frozen(core: Core) -> SimResult:

@@ -122,8 +122,14 @@ def run_cell(params: CellParams | dict[str, Any], shown: dict[str, str] | None =
     t0 = time.perf_counter()
     notes: list[str] = []
     try:
-        jobs, notes, label = load_workload(p.trace, seed=p.seed, fmt=p.trace_format, options=p.trace_options,
-                                           max_jobs=p.max_jobs, load_scale=p.load_scale)
+        from ddlsched.workload.inputs import load_workload_and_models, row_accounting
+
+        if not isinstance(p.trace, str | Path | dict):
+            raise InputError(f"a trace is a path or {{'synthetic': {{...}}}}, got {p.trace!r}", field="trace")
+        w = load_workload_and_models(p.trace, seed=p.seed, fmt=p.trace_format, options=p.trace_options,
+                                     max_jobs=p.max_jobs, load_scale=p.load_scale)
+        jobs, notes, label = w.jobs, w.notes, w.label
+        whole = w.trace if p.max_jobs is None else None  # rows filtered by reason (Slurm, Kubernetes exports)
         for local, original in (shown or {}).items():
             label = label.replace(local, original)
             notes = [n.replace(local, original) for n in notes]
@@ -132,9 +138,11 @@ def run_cell(params: CellParams | dict[str, Any], shown: dict[str, str] | None =
             load_plugin(plugin)
         result = simulate_run(p.policy, p.policy_params, cluster, jobs, perf_model=p.perf_model,
                               perf_params=p.perf_params, model_params=p.model_params,
-                              restart_penalty_s=p.restart_penalty_s, seed=p.seed)
+                              restart_penalty_s=p.restart_penalty_s, seed=p.seed,
+                              skipped=whole.skipped if whole is not None else 0)
         with tempfile.TemporaryDirectory(prefix="ddlsched-cell-") as tmp:
-            summary = write_run(result, Path(tmp), extra={"trace": label, "load_scale": p.load_scale})
+            rows = row_accounting(whole, result.jobs)
+            summary = write_run(result, Path(tmp), extra={"trace": label, "load_scale": p.load_scale, **rows})
             files = {f.name: f.read_bytes() for f in sorted(Path(tmp).iterdir()) if f.is_file()}
     except Exception as e:  # a failing cell must not take the sweep down
         text = f"{type(e).__name__}: {e}\n\n{traceback.format_exc()}"

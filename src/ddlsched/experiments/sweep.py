@@ -15,6 +15,7 @@ for results (they do need to read the trace and cluster files).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ddlsched.errors import ConfigError, InputError
+from ddlsched.errors import ConfigError, DdlschedError, InputError
 from ddlsched.experiments.runner import CellOutput, CellParams, cell_json, run_cell
 from ddlsched.experiments.shipping import Shipped, collect
 from ddlsched.experiments.sweep_config import Cell
@@ -171,7 +172,14 @@ def _ray(todo: list[Cell], workers: int, address: str | None, runtime_env: dict[
             kw["num_cpus"] = workers
         if runtime_env:
             kw["runtime_env"] = runtime_env
-        ray.init(address=address, **kw)
+        try:
+            ray.init(address=address, **kw)
+        except Exception as e:  # no cluster at --address, a port in use, a bad runtime_env, ...
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+            where = f" at {address}" if address else ""
+            raise DdlschedError(f"Ray failed to start{where}: {type(e).__name__}: {' '.join(str(e).split())[:300]}"
+                                " (--backend local runs the sweep without Ray)") from None
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(_run_cell_dict)
         plugins = plugin_sources(todo)
@@ -210,15 +218,15 @@ def parse_runtime_env(text: str | None, backend: str) -> dict[str, Any] | None:
         return None
     if backend != "ray":
         raise InputError("--ray-runtime-env needs --backend ray", field="--ray-runtime-env")
-    from ddlsched.cluster.config import read_structured
+    from ddlsched.safe_read import loads_json, read_structured
 
-    if Path(text).is_file():
-        value: Any = read_structured(Path(text))  # its errors name the file and line
+    if os.path.lexists(text) and not text.lstrip().startswith("{"):
+        value: Any = read_structured(Path(text))  # regular files only; its errors name the file and line
     else:
         try:
-            value = json.loads(text)
-        except ValueError as e:
-            raise InputError(f"neither a file nor JSON text ({e})", field="--ray-runtime-env") from None
+            value = loads_json(text, what="--ray-runtime-env")
+        except InputError as e:
+            raise InputError(f"neither a file nor JSON text ({e.reason})", field="--ray-runtime-env") from None
     if not isinstance(value, dict):
         raise InputError(f"must be a mapping (e.g. {{\"working_dir\": \".\"}}), got {text!r}",
                          field="--ray-runtime-env")

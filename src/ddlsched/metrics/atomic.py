@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -203,11 +203,55 @@ def not_empty(final: Path, flag: str = "--out", hint: str = "") -> InputError:
                       path=str(final), field=flag)
 
 
+def os_error_text(e: OSError) -> str:
+    """One line for an OS error: the reason and the path (``No space left on device: out/records.csv``)."""
+    reason = e.strerror or type(e).__name__
+    where = e.filename if e.filename is not None else ""
+    if isinstance(where, bytes):
+        where = os.fsdecode(where)
+    if len(str(where)) > 200:
+        where = str(where)[:100] + "..." + str(where)[-60:]
+    return f"{reason}: {where}" if where else reason
+
+
+def refuse_overwrite_of(final: Path, inputs: Iterable[str | Path | None], flag: str = "--out") -> None:
+    """With ``--overwrite``, ``final`` is replaced as a whole: refuse one that is or contains the working
+    directory or any input file (``--out ..``, ``--out data``), which would delete them."""
+    here = Path.cwd().resolve()
+    target = Path(os.path.abspath(final))
+    with contextlib.suppress(OSError, RuntimeError):
+        target = target.resolve()
+    guarded = [("the current directory", here)]
+    for x in inputs:
+        if x is None or not str(x):
+            continue
+        with contextlib.suppress(OSError, RuntimeError):
+            if Path(x).exists():
+                guarded.append((f"the input {x}", Path(x).resolve()))
+    for what, p in guarded:
+        if p == target or target in p.parents:
+            raise InputError(f"--overwrite would delete {what}: {flag} {final} holds it; choose a new folder",
+                             path=str(final), field=flag)
+
+
 def prepare(final: Path, *, overwrite: bool = False, flag: str = "--out", hint: str = "",
-            note: Callable[[str], None] | None = None) -> Staging:
+            note: Callable[[str], None] | None = None, inputs: Iterable[str | Path | None] = ()) -> Staging:
     """Check ``final`` and create its temporary sibling; fail fast (InputError naming ``flag``) when ``final``
-    is a file, is a non-empty folder without ``overwrite``, or its parent cannot be written. Leftovers of
-    killed runs are cleaned first (``note`` tells about each)."""
+    is a file, is a non-empty folder without ``overwrite``, or its parent cannot be written; with ``overwrite``,
+    when it holds the working directory or one of ``inputs``. Leftovers of killed runs are cleaned first
+    (``note`` tells about each). A path the OS refuses (too long, a symlink loop) is an InputError too."""
+    try:
+        return _prepare(final, overwrite=overwrite, flag=flag, hint=hint, note=note, inputs=inputs)
+    except OSError as e:
+        raise InputError(f"cannot write results here: {os_error_text(e)}", field=flag) from None
+    except RuntimeError as e:  # pathlib's "Symlink loop from ..."
+        raise InputError(f"cannot write results here: {e}", field=flag) from None
+
+
+def _prepare(final: Path, *, overwrite: bool, flag: str, hint: str, note: Callable[[str], None] | None,
+             inputs: Iterable[str | Path | None]) -> Staging:
+    if overwrite:
+        refuse_overwrite_of(final, inputs, flag)
     final = Path(os.path.abspath(final))
     if final.is_symlink() and final.resolve().is_dir():
         final = final.resolve()
@@ -246,11 +290,16 @@ def prepare(final: Path, *, overwrite: bool = False, flag: str = "--out", hint: 
 
 @contextlib.contextmanager
 def staged(final: Path, *, overwrite: bool = False, flag: str = "--out", hint: str = "",
-           note: Callable[[str], None] | None = None) -> Iterator[Staging]:
-    """``prepare`` a folder; on leaving without ``commit`` (an error, an interrupt) remove its temporary."""
-    st = prepare(final, overwrite=overwrite, flag=flag, hint=hint, note=note)
+           note: Callable[[str], None] | None = None, inputs: Iterable[str | Path | None] = ()) -> Iterator[Staging]:
+    """``prepare`` a folder; on leaving without ``commit`` (an error, an interrupt) remove its temporary. An OS
+    error while writing (a full disk, a file system turned read-only) becomes one :class:`OutputError` line;
+    ``final`` is left as it was."""
+    st = prepare(final, overwrite=overwrite, flag=flag, hint=hint, note=note, inputs=inputs)
     try:
         yield st
+    except OSError as e:
+        raise OutputError(f"could not write the results ({os_error_text(e)}); {final} was left as it "
+                          "was") from None
     finally:
         if not st.committed:
             st.abort()

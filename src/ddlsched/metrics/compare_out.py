@@ -13,12 +13,21 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ddlsched.errors import InputError
-from ddlsched.metrics.atomic import Staging, cannot_write, clean_leftovers, leftovers, not_empty, prepare, staged
+from ddlsched.metrics.atomic import (
+    Staging,
+    cannot_write,
+    clean_leftovers,
+    leftovers,
+    not_empty,
+    prepare,
+    refuse_overwrite_of,
+    staged,
+)
 from ddlsched.metrics.manifest import (
     MANIFEST,
     UNLISTED,
@@ -108,11 +117,13 @@ def _check_resume(final: Path, folders: list[str]) -> None:
 
 @contextlib.contextmanager
 def open_compare(out: Path, folders: list[str], inputs: dict[str, dict[str, Any]], shared: dict[str, Any], *,
-                 overwrite: bool = False, resume: bool = False, note: Callable[[str], None] = print
-                 ) -> Iterator[CompareOut]:
+                 overwrite: bool = False, resume: bool = False, note: Callable[[str], None] = print,
+                 protect: Iterable[str | Path | None] = ()) -> Iterator[CompareOut]:
     """Check ``--out`` (fail fast, before any simulation), write ``compare.json``, yield the target."""
     if overwrite and resume:
         raise InputError("use either --overwrite or --resume, not both", field="--resume")
+    if overwrite:
+        refuse_overwrite_of(out, protect)
     final = _abs(out)
     if final.exists() and not final.is_dir():
         raise InputError("exists and is not a directory", path=str(final), field="--out")

@@ -14,6 +14,7 @@ from ddlsched.perf.flat import FlatNetwork
 from ddlsched.perf.maxmin import MaxMinLinkSharing
 from ddlsched.perf.nocontention import NoContention
 from ddlsched.perf.phased import PhasedContention
+from ddlsched.perf.phased_tcp import PhasedTcpContention
 from ddlsched.perf.sharing import SharingPerf
 from ddlsched.perf.sjf_bco import SjfBcoContention
 
@@ -22,6 +23,7 @@ PERF_MODELS: dict[str, type[PerfModel]] = {
     FlatNetwork.name: FlatNetwork,
     MaxMinLinkSharing.name: MaxMinLinkSharing,
     PhasedContention.name: PhasedContention,
+    PhasedTcpContention.name: PhasedTcpContention,
     SjfBcoContention.name: SjfBcoContention,
     AbeContention.name: AbeContention,
     SharingPerf.name: SharingPerf,

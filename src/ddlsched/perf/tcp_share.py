@@ -193,6 +193,14 @@ def tcp_rates(hops: Mapping[str, Sequence[tuple[int, ...]]], cap: Sequence[float
     alone; then, if κ > 0 and a ring fills one of its own slow links there, the fixed point continued with those
     queues counted (decided once, so the κ term cannot oscillate). ``bias`` multiplies each ring's weight
     throughout (the uneven split of docs/physics.md §14; None: 1 for every ring)."""
+    return tcp_allocation(hops, cap, exponent, max_rounds, own_queue, bias)[1]
+
+
+def tcp_allocation(hops: Mapping[str, Sequence[tuple[int, ...]]], cap: Sequence[float],
+                   exponent: float = DEFAULT_EXPONENT, max_rounds: int = MAX_ROUNDS,
+                   own_queue: float = DEFAULT_OWN_QUEUE,
+                   bias: Mapping[str, float] | None = None) -> tuple[dict[str, float], dict[str, float]]:
+    """:func:`tcp_rates` with the ring weights W_j it settled on: (weights, rates)."""
     use = {j: Counter(lid for hop in hs for lid in hop) for j, hs in hops.items()}
     weights = {j: 1.0 for j in hops} if bias is None else {j: bias[j] for j in hops}
     weights, rates = _settle(hops, use, cap, weights, weighted_fill(use, weights, cap), exponent, max_rounds,
@@ -201,4 +209,4 @@ def tcp_rates(hops: Mapping[str, Sequence[tuple[int, ...]]], cap: Sequence[float
         own = own_slow_queues(hops, cap, rates)
         if any(any(n) for n in own.values()):
             weights, rates = _settle(hops, use, cap, weights, rates, exponent, max_rounds, own, own_queue, bias)
-    return rates
+    return weights, rates

@@ -72,6 +72,10 @@ def register(cls: P) -> P:
     name = cls.__dict__.get("name") or ""
     if not name or not isinstance(name, str) or "+" in name:
         raise ValueError(f"{cls.__qualname__}: set a class attribute name = '...' (no '+') to register it")
+    if name in ORDERINGS or name in PLACEMENTS:
+        kind = "ordering" if name in ORDERINGS else "placement"
+        raise ValueError(f"{cls.__qualname__}: name {name!r} is a built-in {kind}'s; choose another name, or "
+                         "results would carry the built-in's name")
     old = _NAMED.get(name)
     if old is not None and old.cls is not cls:
         raise ValueError(f"policy {name!r} is registered twice ({old.origin} and {cls.__module__})")
@@ -89,7 +93,7 @@ def _load_builtins() -> None:
     for ep in entry_points(group="ddlsched.policies"):
         try:
             ep.load()
-        except Exception as e:  # a broken third-party plug-in must not take the built-ins down
+        except (Exception, SystemExit) as e:  # a broken third-party plug-in must not take the built-ins down
             raise ConfigError(f"entry point {ep.name!r} ({ep.value}) failed to load: {e}", field="plugin") from None
 
 
@@ -120,6 +124,9 @@ def load_plugin(spec: str | Path, source: bytes | None = None) -> str:
             importlib.import_module(key)
         except ImportError as e:
             raise ConfigError(f"cannot import plug-in module {key!r}: {e}", field="plugin") from None
+        except SystemExit as e:
+            raise ConfigError(f"plug-in module {key!r} called sys.exit({e.code!r}) while being imported",
+                              field="plugin") from None
         except Exception as e:
             raise ConfigError(f"plug-in module {key!r} failed to import: {type(e).__name__}: {e}",
                               field="plugin") from None
@@ -140,6 +147,10 @@ def _exec_plugin(mod_name: str, key: str, text: bytes) -> None:
     try:
         code = compile(text, key, "exec")
         exec(code, module.__dict__)
+    except SystemExit as e:
+        del sys.modules[mod_name]
+        raise ConfigError(f"plug-in called sys.exit({e.code!r}) while being imported", path=key,
+                          field="plugin") from None
     except Exception as e:
         del sys.modules[mod_name]
         line = getattr(e, "lineno", None) if isinstance(e, SyntaxError) else None

@@ -43,7 +43,7 @@ def sh(args: Sequence[str], *, check: bool = True, ns: str | None = None) -> sub
 def check_prerequisites() -> None:
     """Fail with a clear message unless we are root and ``ip netns``, veth, bridges and ``tc`` work."""
     if os.geteuid() != 0:
-        raise TestbedError("the testbed needs root (network namespaces, veth, tc): run it with sudo or as root")
+        raise TestbedError("the testbed needs root (network namespaces, veth, tc): run it from a root shell")
     for tool in ("ip", "tc"):
         if shutil.which(tool) is None:
             raise TestbedError(f"'{tool}' not found: install iproute2")

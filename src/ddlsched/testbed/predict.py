@@ -131,7 +131,10 @@ def predict(cluster: Cluster, jobs: Sequence[JobRun], model_name: str, calibrati
     (:func:`ddlsched.testbed.phase_replay.replay_phases`); ``"split": True`` adds the profile's fitted uneven
     split σ (``tcp.split_noise``; 0 without a calibration)."""
     params = {**model_params(model_name, calibration), **(extra or {})}
-    if params.get("fairness") == "tcp" and calibration and "tcp" in calibration:
+    tcp_rule = params.get("fairness") == "tcp" or (
+        model_name in PERF_MODELS and "tcp_exponent" in constructor_params(PERF_MODELS[model_name])
+        and "fairness" not in constructor_params(PERF_MODELS[model_name]))  # a model that always shares by it
+    if tcp_rule and calibration and "tcp" in calibration:
         # the calibrated TCP rule (γ, κ), unless ``extra`` sets them
         params = {**{k: calibration["tcp"][k] for k in TCP_KEYS if k in calibration["tcp"]}, **params}
     if params.pop("split", False):

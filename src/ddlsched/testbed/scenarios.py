@@ -128,7 +128,8 @@ CALIBRATION: tuple[Scenario, ...] = (
              "per server): the 2-ring's hop 2→1 crosses two contended queues, the long ring's hops one, its hop "
              "3→0 none: pins γ", (
                  J("a", ring([1, 2], 0), 4, 5), J("b", ring([0, 1, 2, 3], 1) + ring([0, 1, 2, 3], 2), 6, 4))),
-    # added 2026-11-26 for the uneven split σ (docs/physics.md §14; docs/validation.md "Pooled over runs 13–15"):
+    # added 2026-11-26 for the uneven split σ (docs/physics.md §14; docs/CHANGELOG-validation.md, "Pooled over
+    # runs 13–15"):
     # two equal rings with compute ≈ communication, in phase — the shape whose drift the model had no parameter
     # for. Other servers, ring size and gradient than the validation phase pairs (2-rings on servers 4, 5; 6 MB →
     # all-reduce alone 0.48 s, as the pairs' 4-rings on servers 0–3)

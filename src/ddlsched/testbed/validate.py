@@ -25,7 +25,7 @@ from ddlsched.cluster.topology import Cluster
 from ddlsched.perf import PERF_MODELS
 from ddlsched.testbed.calibrate import RAW_PARAMS, calibrated_cluster
 from ddlsched.testbed.executor import JobMeasurement, RunResult, run_schedule
-from ddlsched.testbed.predict import predict
+from ddlsched.testbed.predict import JobRun, predict
 from ddlsched.testbed.scenarios import (
     TCP_RULE_SCENARIOS,
     Scenario,
@@ -308,3 +308,64 @@ def save_report(report: Mapping[str, Any], path: str | Path) -> None:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(json.dumps(report, indent=1))
+
+
+def rescore_report(cluster: Cluster, report: Mapping[str, Any], labels: Sequence[str],
+                   variants: Sequence[str] = ("raw", "calibrated")) -> dict[str, Any]:
+    """Score models on a saved fidelity report (``fidelity.json`` or ``docs/validation.json``) when the raw runs
+    are gone: each scenario's schedule is rebuilt from its definition with every job's *mean* measured start
+    (``start_s`` of the report), predicted once per model, and compared with the report's measured means.
+    An approximation of :func:`evaluate`, which predicts every run's own schedule and averages; the
+    ``check`` entry gives, for the models the report already scored, the largest difference between the
+    report's error and the rescored one (percentage points), so the approximation's size is stated beside it."""
+    from ddlsched.testbed.scenarios import VALIDATION
+
+    by_name = {s.name: s for s in VALIDATION}
+    cal = report.get("calibration") or None
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for r in report["jobs"]:
+        rows.setdefault(r["scenario"], []).append(r)
+    jobs: list[dict[str, Any]] = []
+    for scen_name, saved in rows.items():
+        if scen_name not in by_name:
+            raise ValueError(f"the report's scenario {scen_name!r} is not in the validation suite")
+        starts = {r["job"]: r["start_s"] for r in saved}
+        sched = [JobRun(j.job_id, j.gpus, j.grad_mb, j.iters, j.compute_ms, starts[j.job_id], j.overlap)
+                 for j in by_name[scen_name].jobs]
+        preds: dict[str, Any] = {}
+        for label in labels:
+            for v in variants:
+                c, prof = ((calibrated_cluster(cluster, cal), cal) if v == "calibrated" and cal
+                           else (cluster, {"raw": RAW_PARAMS}))
+                if v == "calibrated" and not cal:
+                    continue
+                m, extra = _split(label)
+                preds[f"{label}/{v}"] = predict(c, sched, m, prof, extra=extra)
+        for r in saved:
+            comm, jct = r["measured"]["comm_s"], r["measured"]["jct_s"]
+            row = {"scenario": scen_name, "job": r["job"], "measured": r["measured"], "predicted": {},
+                   "report": {k: r["predicted"][k] for k in preds if k in r["predicted"]}}
+            for key, p in preds.items():
+                pc, pt = p[r["job"]].comm_s, p[r["job"]].jct_s
+                row["predicted"][key] = {"comm_s": pc, "jct_s": pt, "comm_err": pc / comm - 1,
+                                         "jct_err": pt / jct - 1}
+            jobs.append(row)
+    summary = []
+    check: dict[str, float] = {}
+    for key in jobs[0]["predicted"]:
+        m, v = key.split("/")
+        entry: dict[str, Any] = {"model": m, "variant": v}
+        for metric in ("comm", "jct"):
+            errs = [(abs(j["predicted"][key][f"{metric}_err"]), j) for j in jobs]
+            worst = max(errs, key=lambda e: e[0])
+            entry[f"{metric}_median"] = median(e for e, _ in errs)
+            entry[f"{metric}_p90"] = float(np.percentile([e for e, _ in errs], 90))
+            entry[f"{metric}_worst"] = worst[0]
+            entry[f"{metric}_worst_at"] = f"{worst[1]['scenario']}/{worst[1]['job']}"
+            entry[f"{metric}_signed_worst"] = worst[1]["predicted"][key][f"{metric}_err"]
+        summary.append(entry)
+        if all(key in j["report"] for j in jobs):
+            check[key] = max(abs(j["predicted"][key][f"{mt}_err"] - j["report"][key][f"{mt}_err"])
+                             for j in jobs for mt in ("comm", "jct"))
+    return {"summary": summary, "jobs": jobs, "check": check, "source_command": report.get("command"),
+            "calibration": cal, "testbed": report.get("testbed")}

@@ -69,7 +69,13 @@ def cached_load(path: Path, fmt: str, opts: dict[str, Any], load: Callable[[], T
         opts_text = json.dumps(_option_text(opts), sort_keys=True)
     except TypeError:
         return load()
-    h = hashlib.sha256(path.read_bytes())
+    h = hashlib.sha256()
+    try:
+        with path.open("rb") as f:  # in blocks: memory stays bounded whatever the file's size
+            while block := f.read(1 << 20):
+                h.update(block)
+    except OSError:
+        return load()  # the loader reports it
     for part in (str(path), fmt, opts_text, _code_hash()):
         h.update(b"\0" + part.encode())
     entry = root / f"{h.hexdigest()}.pickle"

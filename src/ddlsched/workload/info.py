@@ -34,6 +34,7 @@ def trace_info(trace: Trace) -> dict[str, Any]:
         "jobs_with_duration": len(with_dur),
         "total_gpu_seconds": gpu_s if jobs and len(with_dur) == len(jobs) else None,
         "skipped": trace.skipped,
+        "filtered": dict(trace.filtered),
         "skipped_reasons": list(trace.skipped_reasons),
         "notes": list(trace.notes),
     }

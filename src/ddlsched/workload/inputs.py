@@ -33,6 +33,22 @@ class Workload:
     """The loaded trace before ``max_jobs``/``load_scale`` (None for a synthetic workload)."""
 
 
+def row_accounting(trace: Trace | None, jobs: int) -> dict[str, Any]:
+    """Summary entries for a trace whose loader filtered rows (Slurm, Kubernetes): ``rows_read`` and
+    ``rows_filtered`` (count per reason); ``rows_read = jobs + sum(rows_filtered)`` where ``jobs`` is the
+    summary's (simulated + skipped). Empty when nothing was filtered, or the run used a cut of the trace."""
+    if trace is None or not trace.filtered:
+        return {}
+    from ddlsched.vocabulary import TRACE_ROW_FIELDS
+
+    out = {"rows_read": trace.rows, "rows_filtered": dict(trace.filtered)}
+    assert set(out) == set(TRACE_ROW_FIELDS)
+    if out["rows_read"] != jobs + sum(trace.filtered.values()):
+        raise InputError(f"row accounting does not close: {trace.rows} rows read, {jobs} jobs, "
+                         f"{sum(trace.filtered.values())} filtered", path=trace.path)
+    return out
+
+
 def catalog_with(models: str | Path | None) -> tuple[ModelCatalog, list[ModelProfile], list[str]]:
     """(bundled catalogue + the profiles in ``models``, those profiles, notes)."""
     base = default_catalog()
@@ -65,6 +81,21 @@ def parse_window(text: str) -> tuple[float, float]:
     if not end.seconds > start.seconds:
         raise InputError(f"END must be after START, got {text!r}", field="--window")
     return start.seconds, end.seconds
+
+
+def cut_window(jobs: list[JobSpec], window: str) -> tuple[list[JobSpec], str]:
+    """The jobs arriving in ``window`` ("START:END", durations after the first arrival, e.g. ``55d:70d``) and the
+    note that says so; an InputError when none arrives in it."""
+    start, end = parse_window(window)
+    if not jobs:
+        return jobs, f"--window {window}: no job to cut"
+    t0 = min(j.arrival_s for j in jobs)
+    kept = [j for j in jobs if t0 + start <= j.arrival_s < t0 + end]
+    if not kept:
+        raise InputError(f"no job arrives in the window {window} (the trace spans "
+                         f"{(max(j.arrival_s for j in jobs) - t0) / 86400:.1f} days)", field="--window")
+    return kept, (f"--window {window}: the {len(kept)} of {len(jobs)} jobs arriving "
+                  f"{start / 86400:g}–{end / 86400:g} days after the first arrival are used")
 
 
 def load_workload_and_models(trace: str | Path | dict[str, Any], *, seed: int, fmt: str | None = None,
@@ -110,16 +141,8 @@ def load_workload_and_models(trace: str | Path | dict[str, Any], *, seed: int, f
         if tr.skipped:
             notes.append(f"skipped {tr.skipped} invalid row(s) of {trace}: " + "; ".join(tr.skipped_reasons[:3]))
     if window is not None:
-        start, end = parse_window(window)
-        if jobs:
-            t0 = min(j.arrival_s for j in jobs)
-            kept = [j for j in jobs if t0 + start <= j.arrival_s < t0 + end]
-            if not kept:
-                raise InputError(f"no job arrives in the window {window} (the trace spans "
-                                 f"{(max(j.arrival_s for j in jobs) - t0) / 86400:.1f} days)", field="--window")
-            notes.append(f"--window {window}: the {len(kept)} of {len(jobs)} jobs arriving "
-                         f"{start / 86400:g}–{end / 86400:g} days after the first arrival are used")
-            jobs = kept
+        jobs, note = cut_window(jobs, window)
+        notes.append(note)
     if max_jobs is not None and max_jobs < len(jobs):
         notes.append(f"--max-jobs {max_jobs}: the first {max_jobs} of {len(jobs)} jobs by arrival are used")
         jobs = jobs[:max_jobs]

@@ -27,6 +27,8 @@ class JobSpec:
       ``gpu_milli=500``); ``num_gpus`` is then that amount rounded up (see ``docs/traces.md``).
     * ``gpu_type`` — the GPU type the job asked for (a GPU-type column), as spelled by the cluster when the
       cluster was known at load time, else as written in the trace.
+    * ``state`` — the scheduler's end state when it was not a plain completion (``cancelled``, ``failed``,
+      ``timeout``, ...; Slurm and Kubernetes exports): the run time is then the time the job actually ran.
     * ``group`` — the file a job came from when a folder of trace files was loaded as one trace (its stem).
     """
 
@@ -44,6 +46,7 @@ class JobSpec:
     gpu_request: float | None = None
     gpu_type: str | None = None
     group: str | None = None
+    state: str | None = None
 
     def __post_init__(self) -> None:
         if self.num_gpus < 1:

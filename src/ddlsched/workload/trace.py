@@ -10,6 +10,15 @@ from ddlsched.workload.jobspec import JobSpec
 
 _JOB_FIELDS = fields(JobSpec)
 
+FILTER_REASONS: dict[str, str] = {
+    "state": "end state not chosen by --states",
+    "never_ran": "never started",
+    "zero_gpus": "asked for no GPU",
+    "step": "a job step row, not a job",
+    "component": "heterogeneous-job component, merged into its job",
+}
+"""Why a well-formed row is not a job (``Trace.filtered`` keys); invalid rows are ``Trace.skipped``."""
+
 MAX_REASONS = 10
 """How many skipped-row reasons a :class:`Trace` keeps (the count in ``skipped`` is always complete)."""
 
@@ -24,6 +33,9 @@ class Trace:
     start with ``warning:`` flag values that look wrong. ``mapping`` names, for each logical field (``job_id``,
     ``arrival``, ``num_gpus``, ...), the column or rule it came from. ``epoch`` is the wall-clock time that
     ``arrival_s = 0`` stands for when the file gave absolute timestamps (else ``None``).
+    ``filtered`` counts the well-formed rows that are not jobs, by reason (:data:`FILTER_REASONS`: a state not
+    chosen with ``--states``, a job that never ran, one that asked for no GPU, a job-step row), so that
+    ``rows = len(jobs) + skipped + sum(filtered.values())``.
     """
 
     jobs: list[JobSpec]
@@ -34,6 +46,7 @@ class Trace:
     notes: list[str] = field(default_factory=list)
     mapping: dict[str, str] = field(default_factory=dict)
     epoch: datetime | None = None
+    filtered: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.jobs = sorted(self.jobs, key=lambda j: j.arrival_s)
@@ -61,5 +74,5 @@ class Trace:
 
     @property
     def rows(self) -> int:
-        """Data rows read: jobs loaded plus rows skipped."""
-        return len(self.jobs) + self.skipped
+        """Data rows read: jobs loaded plus rows skipped (invalid) plus rows filtered (by reason)."""
+        return len(self.jobs) + self.skipped + sum(self.filtered.values())

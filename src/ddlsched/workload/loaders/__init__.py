@@ -21,9 +21,11 @@ from ddlsched.workload.loaders.elasticflow import load_elasticflow
 from ddlsched.workload.loaders.folder import TRACE_SUFFIXES, list_trace_files, merge_traces
 from ddlsched.workload.loaders.gavel import load_gavel
 from ddlsched.workload.loaders.generic_csv import load_generic_csv, resolve_columns
+from ddlsched.workload.loaders.kubernetes import is_k8s_header, load_kubernetes
 from ddlsched.workload.loaders.muri import load_muri
 from ddlsched.workload.loaders.philly_pollux import load_philly_pollux
 from ddlsched.workload.loaders.pollux import load_pollux
+from ddlsched.workload.loaders.slurm import delimiter_of, is_slurm_header, load_slurm
 from ddlsched.workload.loaders.tiresias import load_tiresias
 from ddlsched.workload.trace import Trace
 
@@ -43,6 +45,10 @@ FORMATS: dict[str, TraceFormat] = {
                                                  "ddl,... (seconds)"),
     "pollux": TraceFormat(load_pollux, "Pollux/Sia workload: name,time,application,num_replicas,batch_size"),
     "tiresias": TraceFormat(load_tiresias, "Tiresias job table (seconds) or single-column duration list"),
+    "slurm": TraceFormat(load_slurm, "Slurm sacct --parsable2 export: JobID|Submit|State|Elapsed|AllocTRES|... "
+                                     "(--states picks the end states; steps and never-run jobs counted)"),
+    "kubernetes": TraceFormat(load_kubernetes, "Kubernetes pod list: name,phase,creationTimestamp,scheduledTime,"
+                                               "startTime,finishedAt,deletionTimestamp,gpus,gpuShare (--states)"),
     "generic_csv": TraceFormat(load_generic_csv, "any CSV (Slurm/Kubernetes exports ...): columns named by --column "
                                                  "or found by common spellings; numbers, [D-]HH:MM:SS, ISO-8601"),
 }
@@ -51,7 +57,7 @@ OPTION_FLAGS: dict[str, str] = {
     "columns": "--column", "time_unit": "--time-unit", "duration_unit": "--duration-unit",
     "skip_invalid": "--skip-invalid", "seed": "--seed", "unknown_models": "--unknown-models",
     "catalog": "--models", "gpu_unit": "--gpu-unit", "fractional_gpus": "--fractional-gpus",
-    "gpu_types": "--cluster",
+    "gpu_types": "--cluster", "states": "--states", "gpus_from": "--gpus-from",
 }
 """The CLI flag behind each loader option (error messages name both)."""
 
@@ -85,9 +91,15 @@ def detect_format(path: str | Path) -> str:
         raise InputError("empty file: cannot detect its format", path=str(p), line=1)
     if line.count("\t") == 6:
         return "gavel"
+    if delimiter_of(line) == "|" and is_slurm_header({c.strip().lower() for c in line.split("|")}):
+        return "slurm"
     fields = [c.strip() for c in _header_fields(p, line)]
     cols = {c.lower() for c in fields}
     cands: list[str] = []
+    if is_slurm_header(cols):
+        cands.append("slurm")
+    if is_k8s_header(cols):
+        cands.append("kubernetes")
     if {"timestamp", "duration", "num_gpus"} <= cols:
         cands.append("philly_pollux")
     if {"real_iteration", "ddl", "iteration", "num_gpu", "submit_time"} <= cols:
@@ -134,7 +146,7 @@ def load_trace(path: str | Path, format: str | None = None, **opts: Any) -> Trac
         return merge_traces(Path(path), files, traces, ignored)
     fmt = format
     implied = False
-    if fmt is None and opts.get("columns"):
+    if fmt is None and (opts.get("columns") or opts.get("gpus_from")):
         fmt, implied = "generic_csv", True
     if fmt is None:
         fmt = detect_format(path)
@@ -150,7 +162,7 @@ def load_trace(path: str | Path, format: str | None = None, **opts: Any) -> Trac
     kept = {k: v for k, v in opts.items() if k in params}
     trace = cached_load(Path(path), fmt, kept, lambda: loader(path, **kept))
     if implied:
-        trace.notes.insert(0, "format 'generic_csv' implied by the column mapping (--column)")
+        trace.notes.insert(0, "format 'generic_csv' implied by the column mapping (--column/--gpus-from)")
     elif format is None:
         trace.notes.insert(0, f"format {fmt!r} detected from the file's first line")
     return trace
@@ -165,9 +177,11 @@ __all__ = [
     "load_elasticflow",
     "load_gavel",
     "load_generic_csv",
+    "load_kubernetes",
     "load_muri",
     "load_philly_pollux",
     "load_pollux",
+    "load_slurm",
     "load_tiresias",
     "load_trace",
 ]

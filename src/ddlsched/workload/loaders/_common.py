@@ -19,7 +19,7 @@ from ddlsched.workload.csvrows import Header, Row, iter_lines, read_rows, short
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.model_mapping import assign_model, canonical_model, describe_mix
 from ddlsched.workload.profiles import ModelCatalog, default_catalog
-from ddlsched.workload.trace import MAX_REASONS, Trace
+from ddlsched.workload.trace import FILTER_REASONS, MAX_REASONS, Trace
 
 TIME_UNITS: dict[str, float] = {"ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
 """Seconds per unit for every ``time_unit`` option."""
@@ -87,6 +87,8 @@ class Builder:
         self.mapping: dict[str, str] = {}
         self.assigned_models = 0
         self.mapped_unknown: dict[str, int] = {}
+        self.filtered: dict[str, int] = {}
+        self.filter_examples: dict[str, str] = {}
 
     def reject(self, err: InputError) -> None:
         """Raise ``err``, or count it when skipping invalid rows."""
@@ -95,6 +97,13 @@ class Builder:
         self.skipped += 1
         if len(self.reasons) < MAX_REASONS:
             self.reasons.append(str(err))
+
+    def filter(self, reason: str, where: str = "") -> None:
+        """Count a well-formed row that is not a job (``reason``: a key of ``FILTER_REASONS``)."""
+        assert reason in FILTER_REASONS, reason
+        self.filtered[reason] = self.filtered.get(reason, 0) + 1
+        if where and reason not in self.filter_examples:
+            self.filter_examples[reason] = where
 
     def model(self, name: str | None, job_id: str, row: Row | None = None, field: str | None = None) -> str:
         """Catalogue name for a trace model name, or a seeded pick from the mix when the trace has none.
@@ -128,6 +137,9 @@ class Builder:
     def finish(self, **extra: object) -> Trace:
         """The :class:`Trace`; an InputError when no job was loaded (no data rows, or every row skipped)."""
         if not self.jobs:
+            if self.filtered:
+                raise InputError(f"no job left: {describe_filtered(self.filtered)}; choose the states with "
+                                 "--states (states= in Python)", path=str(self.path))
             if self.skipped:
                 raise InputError(f"no valid job: all {self.skipped} data rows were skipped; first: "
                                  f"{self.reasons[0]}", path=str(self.path))
@@ -143,9 +155,20 @@ class Builder:
                          f"{describe_mix(self.model_mix)}")
         if self.skipped:
             notes.append(f"{self.skipped} invalid rows skipped (skip_invalid=True)")
+        if self.filtered:
+            first = "; ".join(f"first {k}: {self.filter_examples[k]}" for k in FILTER_REASONS
+                              if k in self.filter_examples)
+            notes.append(f"rows that are not jobs: {describe_filtered(self.filtered)}" + (f" ({first})" if first
+                                                                                          else ""))
         return Trace(jobs=self.jobs, path=str(self.path), format=self.fmt, skipped=self.skipped,
+                     filtered={k: self.filtered[k] for k in FILTER_REASONS if k in self.filtered},
                      skipped_reasons=self.reasons, notes=notes, mapping=dict(self.mapping),
                      **extra)  # type: ignore[arg-type]
+
+
+def describe_filtered(filtered: Mapping[str, int]) -> str:
+    """``"3 state, 2 never_ran"``: the filtered-row counts by reason, in :data:`FILTER_REASONS` order."""
+    return ", ".join(f"{filtered[k]:,} {k}" for k in FILTER_REASONS if filtered.get(k))
 
 
 def check_gpu_type(row: Row, value: str, label: str, known: Collection[str] | None) -> str:

@@ -14,6 +14,7 @@ file, line and field exactly as before (``docs/traces.md`` "Fast loading").
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,11 @@ files of any size (for tests and fuzzing)."""
 
 MIN_BYTES = 1 << 16
 """Smaller files go to the row parser (importing pyarrow costs more than it saves on them)."""
+
+MAX_BYTES = 256 << 20
+"""Larger files go to the row parser, which reads line by line: the columnar path holds the whole file, its
+columns and their numeric copies in memory (measured: a 145 MiB Slurm export peaks at about 720 MiB), so above this
+size a malformed file could no longer fail within bounded memory (``benchmarks/malformed_memory.py``)."""
 
 
 _MODES = {"": "auto", "auto": "auto", "on": "auto", "1": "auto", "yes": "auto", "true": "auto",
@@ -87,43 +93,82 @@ def _plain(buf: np.ndarray, delimiter: int) -> bool:
     return bool((ends - starts).max() < min(MAX_LINE_BYTES, MAX_FIELD_CHARS))
 
 
-def read_columns(path: Path, *, delimiter: str = ",") -> tuple[list[str], list[Any]] | None:
+def _plain_file(path: Path, delimiter: int, block: int = 8 << 20) -> bool:
+    """:func:`_plain` of the file's bytes with its trailing empty lines dropped, read in blocks cut at line ends
+    (memory: a few blocks, whatever the file's size), so a file that is not plain is never read whole."""
+    try:
+        with path.open("rb") as f:
+            rest = b""
+            newlines = 0  # LFs held back from the end of what was checked (more than one = an empty line)
+            while True:
+                chunk = f.read(block)
+                if not chunk:
+                    break
+                buf = rest + chunk
+                cut = buf.rfind(b"\n") + 1
+                rest = buf[cut:]
+                if len(rest) >= MAX_LINE_BYTES:
+                    return False
+                body = buf[:cut].rstrip(b"\n")
+                if not body:
+                    newlines += cut
+                    continue
+                if newlines > 1 or not _plain(np.frombuffer(body + b"\n", dtype=np.uint8), delimiter):
+                    return False
+                newlines = cut - len(body)
+            if rest:
+                return newlines <= 1 and _plain(np.frombuffer(rest + b"\n", dtype=np.uint8), delimiter)
+        return True
+    except OSError:
+        return False
+
+
+def read_columns(path: Path, *, delimiter: str = ",", keep: Callable[[list[str]], Collection[int]] | None = None
+                 ) -> tuple[list[str], list[Any]] | None:
     """The header fields (stripped) and one pyarrow string array per column (values stripped of blanks) of a
     plain CSV file with at least one data row, or None when the row parser must read it (see the module
-    docstring)."""
+    docstring). ``keep(header)`` names the column indices the caller reads; the others are None (not converted,
+    still counted on every line)."""
     if not enabled() or len(delimiter) != 1 or ord(delimiter) >= 128 or delimiter in ' "':
         return None
     try:
-        if path.stat().st_size < MIN_BYTES and _mode() != "always":
-            return None
+        size = path.stat().st_size
     except OSError:
+        return None
+    if (size < MIN_BYTES and _mode() != "always") or size > MAX_BYTES:
         return None
     mods = _arrow()
     if mods is None:
         return None
     pa, pc, pcsv = mods
-    data = path.read_bytes().rstrip(b"\n") + b"\n"  # empty lines at the end hold no row
-    if not _plain(np.frombuffer(data, dtype=np.uint8), ord(delimiter)):
+    if not _plain_file(path, ord(delimiter)):
         return None
+    data = path.read_bytes().rstrip(b"\n") + b"\n"  # empty lines at the end hold no row
     first = data.split(b"\n", 1)[0].decode("ascii").rstrip("\r")
     header = [c.strip() for c in first.split(delimiter)]
     if len(header) < 2:
         return None
     names = [f"c{i}" for i in range(len(header))]
+    wanted = sorted(set(keep(header))) if keep is not None else list(range(len(header)))
+    if not wanted or not all(0 <= i < len(header) for i in wanted):
+        return None
     try:
         table = pcsv.read_csv(
             pa.py_buffer(data),
             read_options=pcsv.ReadOptions(column_names=names, skip_rows=1),
             parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False, escape_char=False,
                                             newlines_in_values=False, ignore_empty_lines=False),
-            convert_options=pcsv.ConvertOptions(column_types={n: pa.string() for n in names},
+            convert_options=pcsv.ConvertOptions(column_types={names[i]: pa.string() for i in wanted},
+                                                include_columns=[names[i] for i in wanted],
                                                 strings_can_be_null=False, quoted_strings_can_be_null=False,
                                                 null_values=[]))
     except (pa.ArrowInvalid, ValueError):  # a row with another number of fields, ...
         return None
-    if table.num_rows == 0 or table.num_columns != len(header):
+    if table.num_rows == 0 or table.num_columns != len(wanted):
         return None
-    cols = [pc.ascii_trim(table.column(i).combine_chunks(), " ") for i in range(len(header))]
+    cols: list[Any] = [None] * len(header)
+    for k, i in enumerate(wanted):
+        cols[i] = pc.ascii_trim(table.column(k).combine_chunks(), " ")
     return header, cols
 
 

@@ -91,6 +91,10 @@ def merge_traces(folder: Path, files: list[Path], traces: list[Trace], ignored: 
     mapping = {**traces[0].mapping, "group": "<file stem>", "job_id": "<file stem>/" + traces[0].mapping.get(
         "job_id", "<id>")}
     t0 = min((e for e in epochs if e is not None), default=None)
-    return Trace(jobs=jobs, path=str(folder), format=formats[0] if len(formats) == 1 else "+".join(formats),
-                 skipped=sum(t.skipped for t in traces), skipped_reasons=reasons[:MAX_REASONS], notes=notes,
-                 mapping=mapping, epoch=t0)
+    filtered: dict[str, int] = {}
+    for t in traces:
+        for k, v in t.filtered.items():
+            filtered[k] = filtered.get(k, 0) + v
+    fmt = formats[0] if len(formats) == 1 else "+".join(formats)
+    return Trace(jobs=jobs, path=str(folder), format=fmt, skipped=sum(t.skipped for t in traces),
+                 filtered=filtered, skipped_reasons=reasons[:MAX_REASONS], notes=notes, mapping=mapping, epoch=t0)

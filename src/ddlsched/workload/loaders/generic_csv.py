@@ -21,6 +21,7 @@ NAME leaves the field unmapped). Fields left out are looked up under the common 
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -69,6 +70,59 @@ FIELDS = tuple(SYNONYMS)
 GPU_UNITS: dict[str, float] = {"gpus": 1.0, "milli": 1000.0, "percent": 100.0}
 """``gpu_unit`` choices: what one unit of the ``num_gpus`` column is (value / divisor = GPUs)."""
 FRACTIONAL_RULES = ("ceil", "error")
+
+
+@dataclass(frozen=True)
+class GpusFrom:
+    """``--gpus-from`` parsed: ``COLUMN:KEY`` reads ``KEY=N`` from a ``key=value,...`` list (a Slurm TRES string,
+    ``AllocTRES:gres/gpu``); ``COLUMN~REGEX`` reads the regex's first group (or whole match) as the number."""
+    column: str
+    key: str | None
+    regex: re.Pattern[str] | None
+
+    @classmethod
+    def parse(cls, text: str) -> GpusFrom:
+        col, sep, rest = str(text).partition("~")
+        if sep and col.strip() and rest:
+            try:
+                rx = re.compile(rest)
+            except re.error as e:
+                raise InputError(f"--gpus-from {text!r}: bad regular expression ({e})", field="gpus_from") from None
+            if rx.groups > 1:
+                raise InputError(f"--gpus-from {text!r}: use at most one group (the GPU count)", field="gpus_from")
+            return cls(col.strip(), None, rx)
+        col, sep, key = str(text).rpartition(":")
+        if not (sep and col.strip() and key.strip()) or "~" in text:
+            raise InputError(f"--gpus-from {text!r}: expected COLUMN:KEY (e.g. AllocTRES:gres/gpu) or COLUMN~REGEX",
+                             field="gpus_from")
+        return cls(col.strip(), key.strip(), None)
+
+    def read(self, r: Row) -> float:
+        """The GPU count in this row (0 when the key is absent from a key=value list)."""
+        v = r.raw(self.column)
+        if self.regex is not None:
+            m = self.regex.search(v)
+            if m is None:
+                raise r.error(f"{short(v)} does not match --gpus-from {self.regex.pattern!r}", self.column)
+            num = m[1] if self.regex.groups else m[0]
+        else:
+            found = [val for k, _, val in (p.partition("=") for p in v.split(",") if p.strip())
+                     if k.strip() == self.key]
+            if len(found) > 1:
+                raise r.error(f"{self.key} appears {len(found)} times in {short(v)}", self.column)
+            if not found:
+                return 0.0
+            num = found[0].strip()
+        try:
+            x = float(num)
+        except (TypeError, ValueError):
+            raise r.error(f"--gpus-from: {short(str(num))} is not a number", self.column) from None
+        if not (math.isfinite(x) and x >= 0):
+            raise r.error(f"--gpus-from: {short(str(num))} is not a finite number >= 0", self.column)
+        return x
+
+    def describe(self) -> str:
+        return f"{self.key} in {self.column}" if self.key else f"{self.column} ~ {self.regex.pattern}"  # type: ignore[union-attr]
 
 
 def resolve_columns(header: list[str], columns: Mapping[str, str] | None) -> dict[str, str]:
@@ -195,9 +249,17 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
                      duration_unit: str | None = None, delimiter: str = ",",
                      model_mix: Mapping[str, float] | None = None, gpu_unit: str = "gpus",
                      fractional_gpus: str = "ceil", gpu_types: Collection[str] | None = None,
-                     unknown_models: str = "error", catalog: ModelCatalog | None = None) -> Trace:
-    """Load a CSV described by ``columns`` (see the module docstring for every rule)."""
+                     unknown_models: str = "error", catalog: ModelCatalog | None = None,
+                     gpus_from: str | None = None) -> Trace:
+    """Load a CSV described by ``columns`` (see the module docstring for every rule). ``gpus_from``
+    (``--gpus-from``, :class:`GpusFrom`) reads the GPU count out of a column's text."""
     p = check_file(path)
+    expr = GpusFrom.parse(gpus_from) if gpus_from is not None else None
+    if expr is not None:
+        if columns and str(columns.get("num_gpus", expr.column) or expr.column) != expr.column:
+            raise InputError("--gpus-from and --column num_gpus=... name different columns; give one",
+                             field="gpus_from")
+        columns = {**(columns or {}), "num_gpus": expr.column}
     t_factor = unit_factor(time_unit)
     d_factor = unit_factor(duration_unit, field="duration_unit") if duration_unit else t_factor
     d_unit = duration_unit or time_unit
@@ -211,7 +273,7 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
         return Builder(p, "generic_csv", skip_invalid=skip_invalid, seed=seed, model_mix=model_mix,
                        unknown_models=unknown_models, catalog=catalog)
 
-    read = columnar.read_columns(p, delimiter=delimiter)
+    read = columnar.read_columns(p, delimiter=delimiter) if expr is None else None
     if read is not None:
         b = builder()
         try:
@@ -230,6 +292,9 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
         raise InputError("empty file", path=str(p), line=1)
     plan = _plan(p, b, first[1], columns, time_unit, duration_unit)
     col, header, length, start = plan.col, plan.header, plan.length, plan.start
+    if expr is not None:
+        b.mapping["num_gpus"] = expr.describe()
+        b.notes.append(f"num_gpus read with --gpus-from: {expr.describe()}")
     tcols = {f: _TimeColumn(col[f]) for f in ("arrival", "start", "end") if f in col}
     dcol = _TimeColumn(col["duration"]) if length == "duration" else None
     fractional = 0
@@ -248,7 +313,10 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
             job_id = r.text(col["job_id"]) if "job_id" in col else f"{p.stem}-{line - 2}"
             kw: dict[str, object] = {}
             # GPUs
-            if "num_gpus" in col:
+            if expr is not None:
+                req = expr.read(r) / GPU_UNITS[gpu_unit]
+                gpu_label = col["num_gpus"]
+            elif "num_gpus" in col:
                 req = r.number(col["num_gpus"], min_value=0) / GPU_UNITS[gpu_unit]
                 gpu_label = col["num_gpus"]
             else:

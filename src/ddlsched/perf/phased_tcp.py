@@ -1,0 +1,162 @@
+"""Phases, overlap and TCP-biased sharing in one trace-level model (``phased_tcp``; docs/physics.md §15).
+
+The testbed's best model, ``phased[exact,fairness=tcp]``, replays every phase of every iteration; a trace of
+80,000 jobs cannot afford that. This model is the fluid ``phased`` (docs/physics.md §11: duty cycles, random
+relative phases, fixed point ``d → r̄ → τ → d``, overlap ω) with the links shared by the TCP rule of §12 instead
+of equally:
+
+* the ring weights W_j are the TCP rule's (``tcp_share.tcp_allocation``: W_j = max(1, n_j)^−γ, n_j the contended
+  queues on j's worst hop plus κ per own slow queue) for the component with **every ring sending**: which queues
+  are contended is decided once per component, not per combination of senders (assumption B1);
+* while j sends with the contenders X sending, its per-hop rate on link l is its weighted share
+  ``C_l · W_j / (m_jl·W_j + Σ_k m_kl·W_k·X_k)``; the bytes are the time integral of the rate, so
+
+      r̄_j = min over binding links l of  C_l · W_j · E[1 / (m_jl·W_j + Σ_{k≠j} m_kl·W_k·X_k)],   X_k ~ Bernoulli(d_k)
+
+  With equal weights on a link this is ``phased``'s expectation exactly (integer loads m_kl); with unequal ones on
+  up to ``EXACT_MAX`` rings it is computed exactly (:func:`weighted_leave_one_out`); beyond, the loads
+  a_k = m_kl·W_k are put on an integer grid (:func:`weighted_loads`) and ``phased``'s O(n·W) expectation runs over
+  it, the numerator using the rounded load. Either way the mean load of every link,
+  Σ_j m_jl·d_j·r̄_j = C_l·P(some ring sends on l), stays within the capacity exactly;
+* floor (A2 of §11 with the TCP rule): r̄_j is lifted towards j's rate under the TCP rule with every ring of the
+  component sending at once, as far as every link's mean load Σ_j m_jl·V_j/T_j stays within its capacity
+  (``phased`` lifts all the way, which can overload a link's mean by up to 17 % on random cases: the
+  expectation counts the other rings at their equal share while the floor gives j max-min's redistribution).
+
+With γ = 0 every weight is 1 and the model is ``phased`` wherever ``phased``'s mean loads are feasible (the
+same floats: the floor is then the same max-min filling). Why no uneven split (§14): in the fluid model phases
+are already independent and random, which is where the split's drift leads; the split's effect on aligned pairs
+has no meaning without phase offsets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ddlsched.cluster.topology import Cluster
+from ddlsched.perf.phased import _MAX_ROUNDS, _REL_TOL, PhasedContention, leave_one_out_inverse
+from ddlsched.perf.phased_exact import PhasedJob
+from ddlsched.perf.tcp_share import DEFAULT_EXPONENT, DEFAULT_OWN_QUEUE, check_params, tcp_allocation
+
+GRID = 32  # grid steps in the smallest weighted load of a link (unequal weights, many rings)
+GRID_PER_HOP = 4  # at most this many grid steps per ring hop on the link, on average (the grid's cost)
+EXACT_MAX = 8  # up to this many rings on a link with unequal weights: the exact weighted expectation
+_BISECT = 50  # halvings of a link's lift factor (2^-50: the float resolution of a rate)
+
+
+def weighted_loads(ms: list[int], ws: list[float]) -> list[int]:
+    """The loads m_k·W_k on an integer grid whose step is the smallest load / :data:`GRID` (≥ 1 step each), the
+    step raised so that the grid's total stays within :data:`GRID_PER_HOP` × the hops on the link (its O(n·W)
+    expectation then costs at most that many times ``phased``'s; used beyond :data:`EXACT_MAX` rings)."""
+    loads = [m * w for m, w in zip(ms, ws, strict=True)]
+    step = max(min(loads) / GRID, sum(loads) / (GRID_PER_HOP * sum(ms)))
+    return [max(1, round(x / step)) for x in loads]
+
+
+def weighted_leave_one_out(loads: list[float], ds: list[float]) -> list[float]:
+    """For every k: E[1 / (a_k + Σ_{i≠k} a_i X_i)], X_i ~ Bernoulli(d_i), exactly: the distribution of the sum over
+    the other rings built term by term (equal sums merged). O(n²·S), S the distinct sums: for a few rings."""
+    out = []
+    for k, own in enumerate(loads):
+        dist: dict[float, float] = {0.0: 1.0}
+        for i, (a, d) in enumerate(zip(loads, ds, strict=True)):
+            if i == k or d <= 0.0:
+                continue
+            nxt: dict[float, float] = {}
+            for w, p in dist.items():
+                nxt[w] = nxt.get(w, 0.0) + p * (1.0 - d)
+                nxt[w + a] = nxt.get(w + a, 0.0) + p * d
+            dist = nxt
+        out.append(sum(p / (own + w) for w, p in dist.items()))
+    return out
+
+
+class PhasedTcpContention(PhasedContention):
+    name = "phased_tcp"
+    description = ("phased (duty-cycle fluid approximation of per-phase sharing, profile overlap) with links "
+                   "shared by the TCP-biased rule (fairness=tcp): the testbed-validated physics for full traces")
+
+    def __init__(self, cluster: Cluster, efficiency: float = 1.0, overlap: float = 0.0,
+                 tcp_exponent: float = DEFAULT_EXPONENT, tcp_own_queue: float = DEFAULT_OWN_QUEUE) -> None:
+        super().__init__(cluster, efficiency, overlap)
+        check_params(tcp_exponent, tcp_own_queue)
+        self.tcp_exponent = tcp_exponent
+        self.tcp_own_queue = tcp_own_queue
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "tcp_exponent": self.tcp_exponent, "tcp_own_queue": self.tcp_own_queue}
+
+    def solve(self, comp: set[str]) -> dict[str, float]:
+        """Fixed point of the duty cycles over one component with TCP weights; returns r̄_j (bytes/s per hop)."""
+        jobs: dict[str, PhasedJob] = {k: self._jobs[k] for k in sorted(comp)}
+        links = sorted({lid for j in jobs.values() for lid in j.use if self._binding(lid)})
+        rate = {k: j.alone_rate for k, j in jobs.items()}
+        if not links:
+            return rate
+        weights, floor = tcp_allocation({k: j.hops for k, j in jobs.items()}, self._cap, self.tcp_exponent,
+                                        own_queue=self.tcp_own_queue)
+        per_link = []
+        for lid in links:
+            on = sorted(self._link_jobs[lid])
+            ms = [jobs[k].use[lid] for k in on]
+            ws = [weights[k] for k in on]
+            if all(w == ws[0] for w in ws):
+                per_link.append((lid, on, ms, [1.0] * len(on), False))  # phased's expectation exactly
+            elif len(on) <= EXACT_MAX:
+                per_link.append((lid, on, [m * w for m, w in zip(ms, ws, strict=True)], ws, True))
+            else:
+                loads = weighted_loads(ms, ws)
+                per_link.append((lid, on, loads, [a / m for a, m in zip(loads, ms, strict=True)], False))
+        for _ in range(_MAX_ROUNDS):
+            duty = {}
+            for k, j in jobs.items():
+                tau = j.bytes_per_hop / rate[k]
+                duty[k] = tau / j.iteration(tau + j.latency_s)
+            new = {k: j.alone_rate for k, j in jobs.items()}
+            for lid, on, loads, scale, exact in per_link:
+                cap = self._cap[lid]
+                inv = (weighted_leave_one_out(loads, [duty[k] for k in on]) if exact
+                       else leave_one_out_inverse(loads, [duty[k] for k in on]))
+                for k, e, s in zip(on, inv, scale, strict=True):
+                    share = cap * s * e
+                    if share < new[k]:
+                        new[k] = share
+            moved = max(abs(new[k] - rate[k]) / rate[k] for k in jobs)
+            rate = new
+            if moved <= _REL_TOL:
+                break
+        return self._feasible(jobs, links, rate, floor)
+
+    def _feasible(self, jobs: dict[str, PhasedJob], links: list[int], fluid: dict[str, float],
+                  floor: dict[str, float]) -> dict[str, float]:
+        """r_j = fluid_j + f_j · (floor_j − fluid_j)⁺ with the largest lift f_j ≤ 1 that keeps every link's mean
+        load Σ_j m_jl·V_j/T_j within its capacity. The fluid rates alone are feasible (their mean load on a link
+        is C_l·P(some ring sends there)); the all-sending floor can overload a link whose other rings the
+        expectation counted at their equal share (up to +35 % on random cases without this step). One pass over
+        the links in id order: lowering a lift lowers every load, so a link once within capacity stays so."""
+        lift = {k: max(0.0, floor[k] - r) for k, r in fluid.items()}
+        f = dict.fromkeys(jobs, 1.0)
+
+        def load(lid: int, on: list[str], g: float) -> float:
+            x = 0.0
+            for k in on:
+                j = jobs[k]
+                r = fluid[k] + min(f[k], g) * lift[k]
+                x += j.use[lid] * j.bytes_per_hop / j.iteration(j.bytes_per_hop / r + j.latency_s)
+            return x
+
+        for lid in links:
+            on = [k for k in sorted(self._link_jobs[lid]) if lift[k] > 0.0]
+            if not on or load(lid, sorted(self._link_jobs[lid]), 1.0) <= self._cap[lid]:
+                continue
+            lo, hi = 0.0, 1.0
+            everyone = sorted(self._link_jobs[lid])
+            for _ in range(_BISECT):
+                mid = (lo + hi) / 2
+                if load(lid, everyone, mid) <= self._cap[lid]:
+                    lo = mid
+                else:
+                    hi = mid
+            for k in on:
+                f[k] = min(f[k], lo)
+        return {k: fluid[k] + f[k] * lift[k] for k in fluid}
