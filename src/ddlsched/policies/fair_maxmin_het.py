@@ -13,12 +13,14 @@ the type's speed); budget(t) = the weighted max-min split of the GPUs over the t
 ``fair-maxmin``). The fractions are rounded to whole placements by Gavel's priority: x[j,k] ÷ the share of the
 job's rounds it has run on type k so far (never run: x[j,k] ÷ 0.01), best first, each job on one type while the
 type has room; GPUs left over go to the other jobs in arrival order (work conservation). A running job assigned
-its current type keeps its GPUs.
+its current type keeps its GPUs. With nothing queued and every running job on its fastest type, a pass does nothing
+(no round, no LP).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -98,16 +100,32 @@ class FairMaxMinHet(RoundPolicy):
         self._ran: dict[tuple[str, str], int] = defaultdict(int)
         self._present: dict[str, int] = defaultdict(int)
         self._lp = {"lp_rounds": 0, "lp_fallbacks": 0}
+        self._best: dict[str, frozenset[str]] = {}  # job → its fastest GPU types
 
     def reset(self) -> None:
         super().reset()
         self._assigned.clear()
         self._ran.clear()
         self._present.clear()
+        self._best.clear()
         self._lp = dict.fromkeys(self._lp, 0)
 
     def mechanisms(self) -> dict[str, float]:
         return {**super().mechanisms(), **self._lp}
+
+    def schedule(self, view: SchedulerView) -> Sequence[Decision]:
+        if not view.pending and all(self._on_fastest(view.cluster, j) for j in view.running):
+            self.observe(view)
+            return []  # nothing queued and every job on its fastest type: no round can improve anything
+        return super().schedule(view)
+
+    def _on_fastest(self, cluster: Any, job: JobView) -> bool:
+        best = self._best.get(job.job_id)
+        if best is None:
+            types = sorted(cluster.gpu_types)
+            s = speeds(job, cluster, types)
+            best = self._best[job.job_id] = frozenset(k for k, x in zip(types, s, strict=True) if x >= 1.0)
+        return all(cluster.gpu_type[g] in best for g in job.gpus)
 
     def rank(self, view: SchedulerView, ts: TenantSet, jobs: list[JobView]) -> list[JobView]:
         return sorted(jobs, key=lambda j: (j.job_id not in self._assigned, j.seq))
