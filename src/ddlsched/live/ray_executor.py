@@ -96,7 +96,7 @@ class RankActor:
         with self._lock:
             self._st.update(iterations=iterations, checkpoint=checkpoint, reported=True, wall=time.time())
             if started_from is not None:
-                self._st["started_from"] = started_from
+                self._st.update(started_from=started_from, start_wall=self._st["wall"])
 
     # remote methods
     def node(self) -> dict[str, Any]:
@@ -146,6 +146,7 @@ class _Attempt:
     checkpoint: int | None = None
     progress_iter: int = 0
     progress_wall: float = 0.0
+    rank_wall: float = 0.0
     revoke_deadline: float | None = None
     fail_deadline: float = 0.0
     pids: list[int] = field(default_factory=list)
@@ -572,21 +573,26 @@ class RayExecutor:
             self._finish(a, EventKind.CHECKPOINTED, iterations=float(self._last_checkpoint(a)), killed=True)
 
     def _absorb(self, a: _Attempt, st: Mapping[str, Any]) -> None:
+        """Take a rank-0 status: STARTED once it resumed, PROGRESS (rate-limited) with the iteration time measured
+        between the rank's own reports."""
         if st.get("checkpoint") is not None:
             a.checkpoint = max(a.checkpoint or 0, int(st["checkpoint"]))
         if st.get("started_from") is not None and not a.started:
             a.started, a.started_from = True, int(st["started_from"])
             a.iterations = a.progress_iter = a.started_from
+            a.rank_wall = float(st.get("start_wall") or 0.0)
             a.progress_wall = time.monotonic()
             self._emit(a, EventKind.STARTED, iterations=float(a.started_from))
+        if not a.started:
+            return
         it = int(st.get("iterations") or 0)
-        if a.started and it > a.iterations:
-            a.iterations = it
+        a.iterations = max(a.iterations, it)
         now = time.monotonic()
-        if a.started and a.iterations > a.progress_iter and now - a.progress_wall >= self.report_every_s:
-            iter_s = (now - a.progress_wall) / (a.iterations - a.progress_iter) * self.time_scale
-            a.progress_iter, a.progress_wall = a.iterations, now
-            self._emit(a, EventKind.PROGRESS, iterations=float(a.iterations), iter_s=iter_s)
+        if it > a.progress_iter and now - a.progress_wall >= self.report_every_s:
+            wall = float(st.get("wall") or 0.0)
+            iter_s = max(wall - a.rank_wall, 0.0) / (it - a.progress_iter) * self.time_scale
+            a.progress_iter, a.progress_wall, a.rank_wall = it, now, wall
+            self._emit(a, EventKind.PROGRESS, iterations=float(it), iter_s=iter_s)
 
     def _failed(self, a: _Attempt) -> None:
         from ray.exceptions import RayActorError, RayTaskError
