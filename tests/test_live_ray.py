@@ -54,7 +54,7 @@ class Run:
     def launch(self, job_id: str, gpus: tuple[int, ...], iterations: int, attempt: int = 1,
                **options: object) -> None:
         spec = JobSpec(job_id, 0.0, len(gpus), "resnet50", iterations=float(iterations))
-        servers = tuple(f"server{g // 2}" for g in gpus)
+        servers = tuple(f"s{g // 2}" for g in gpus)
         self.ex.launch(Launch(job_id, attempt, spec, gpus, servers, iterations, 0.05, 0.05, dict(options)))
 
     def wait(self, job_id: str, kinds: set[EventKind], timeout_s: float = 45.0,
@@ -216,9 +216,9 @@ def test_a_cluster_file_that_does_not_match_names_every_mismatch(ray_nodes: Loca
     finally:
         ex.close()
     msg = str(e.value)
-    assert re.search(r"server server0: its Ray node \S+ has 2 ddl_gpu, the cluster file says 4 GPUs", msg), msg
-    assert "server server2 (2 GPUs): no live Ray node carries the resource ddl_server:server2" in msg
-    assert "server1" not in msg.split("\n", 1)[1]  # the matching server is not named as a problem
+    assert re.search(r"server s0: its Ray node \S+ has 2 ddl_gpu, the cluster file says 4 GPUs", msg), msg
+    assert "server s2 (2 GPUs): no live Ray node carries the resource ddl_server:s2" in msg
+    assert "server s1" not in msg.split("\n", 1)[1]  # the matching server is not named as a problem
 
 
 def test_ray_unreachable_or_unnamed_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,12 +1,13 @@
 """The Ray executor: a live run's decisions carried out on a Ray cluster (docs/live-ray.md).
 
-Each server of the cluster description is a Ray node carrying ``ddl_server:<name>`` = 1 (``<name>`` =
-:func:`server_name`, ``server0``, ``server1``, … in the cluster file's order) and one ``ddl_gpu`` per GPU slot (or
-real ``GPU``\\ s). A launch becomes a placement group with one bundle per GPU, each bundle asking for one GPU slot and
-a sliver of its server's resource, so Ray can only place it on that server (checked once placed); then one actor
-per rank (rank order = the launch's GPU order) runs the job's entry point under :mod:`ddlsched.job`, whose lease is
-the actor's revoke flag. A background thread drives every job's steps (place, spawn, run, revoke, tear down)
-without blocking, so all Ray calls but :meth:`open`/:meth:`close` happen in it, and hands events to :meth:`poll`.
+Each server of the cluster description is a Ray node carrying ``ddl_server:<name>`` = 1 (``<name>`` from
+:func:`ddlsched.live.model.server_name`: ``s0``, ``s1``, … in the cluster file's order) and one ``ddl_gpu`` per GPU
+slot (or real ``GPU``\\ s). A launch becomes a placement group with one bundle per GPU, each bundle asking for one
+GPU slot and a sliver of its server's resource, so Ray can only place it on that server (checked once placed); then
+one actor per rank (rank order = the launch's GPU order) runs the job's entry point under :mod:`ddlsched.job`,
+whose lease is the actor's revoke flag. A background thread drives every job's steps (place, spawn, run, revoke,
+tear down) without blocking, so all Ray calls but :meth:`open`/:meth:`close` happen in it, and hands events to
+:meth:`poll`.
 """
 
 from __future__ import annotations
@@ -29,19 +30,18 @@ from typing import Any
 from ddlsched.cluster.topology import Cluster
 from ddlsched.errors import ConfigError, InputError
 from ddlsched.job import attach_lease, read_checkpoint_iterations
+from ddlsched.live.clock import LiveClock
 from ddlsched.live.executor import EventKind, ExecEvent, Launch
 from ddlsched.live.jobs import PROFILE_JOB
+from ddlsched.live.model import server_name
 
 GPU_RESOURCE = "ddl_gpu"
 SERVER_PREFIX = "ddl_server:"
 SERVER_SHARE = 0.001
 """The sliver of ``ddl_server:<name>`` each bundle asks for (pins the bundle to that node, never runs out)."""
 NAMESPACE = "ddlsched"
-
-
-def server_name(server: int) -> str:
-    """The name of server ``server`` (its index in the cluster file) as its Ray node must advertise it."""
-    return f"server{server}"
+LAUNCH_OPTIONS = frozenset({"entrypoint", "job_args", "checkpoint_every", "grad_scale", "compute_scale",
+                            "runtime_env", "checkpoint_dir"})
 
 
 def server_resource(name: str) -> str:
@@ -180,27 +180,34 @@ def _probe(address: str, timeout_s: float) -> None:
 class RayExecutor:
     """Runs a live run's jobs on a Ray cluster whose nodes are the cluster description's servers.
 
-    ``address``: the head's ``host:port`` (default ``RAY_ADDRESS``), or ``auto``. ``time_scale``: run seconds per
-    wall second (events are stamped ``clock()``, by default run seconds since :meth:`open`). ``checkpoint_dir``:
-    where each job's checkpoints live (``<dir>/<job_id>``; must be shared by all nodes on a real cluster; default
-    a temporary folder removed at :meth:`close`). ``defaults``: launch options used when a launch does not set them
-    (``entrypoint``, ``job_args``, ``checkpoint_every``, ``grad_scale``, ``compute_scale``, ``runtime_env``).
+    ``address``: the head's ``host:port`` (default ``RAY_ADDRESS``), or ``auto``. ``clock``: the run's clock
+    (``LiveRun`` sets its own; else one at ``time_scale`` run seconds per wall second, started by :meth:`open`);
+    events are stamped with it. ``checkpoint_dir``: where each job's checkpoints live (``<dir>/<job_id>``; must be
+    shared by all nodes on a real cluster; default a temporary folder removed at :meth:`close`). Launch options
+    (a launch's own ``options`` win; defaults from ``defaults`` or the same names as keyword arguments, so
+    ``--executor-opt grad_scale=0.01`` works): ``entrypoint`` (``module:function`` or a ``.py`` file; default the
+    profile job), ``job_args`` (a mapping the job reads as ``Job().args``), ``checkpoint_every`` (iterations),
+    ``grad_scale`` / ``compute_scale`` (the profile job's all-reduce bytes / compute time, × the profile's),
+    ``runtime_env`` (Ray's, for the rank actors), ``checkpoint_dir`` (this job's folder).
     """
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, *, time_scale: float = 1.0,
-                 clock: Callable[[], float] | None = None, checkpoint_dir: str | Path | None = None,
-                 gpu_resource: str = "auto", defaults: Mapping[str, Any] | None = None,
-                 report_every_s: float = 0.5, poll_s: float = 0.02, place_timeout_s: float = 120.0,
-                 catalog: Any = None) -> None:
-        if time_scale <= 0:
-            raise InputError(f"time scale must be > 0, got {time_scale}", field="time_scale")
+    def __init__(self, address: str | None = None, *, time_scale: float = 1.0, clock: LiveClock | None = None,
+                 checkpoint_dir: str | Path | None = None, gpu_resource: str = "auto",
+                 defaults: Mapping[str, Any] | None = None, report_every_s: float = 0.5, poll_s: float = 0.02,
+                 place_timeout_s: float = 120.0, catalog: Any = None, **launch_defaults: Any) -> None:
+        if not (isinstance(time_scale, int | float) and time_scale > 0):
+            raise InputError(f"time scale must be > 0, got {time_scale!r}", field="time_scale")
+        unknown = sorted(set(launch_defaults) - LAUNCH_OPTIONS)
+        if unknown:
+            raise InputError(f"unknown Ray executor option(s) {unknown} (launch options: "
+                             f"{', '.join(sorted(LAUNCH_OPTIONS))})", field="--executor-opt")
         self.address = address
-        self.time_scale = time_scale
+        self._time_scale = float(time_scale)
         self.clock = clock
         self.gpu_resource = gpu_resource
-        self.defaults = dict(defaults or {})
+        self.defaults = {**(defaults or {}), **launch_defaults}
         self.report_every_s = report_every_s
         self.poll_s = poll_s
         self.place_timeout_s = place_timeout_s
@@ -210,7 +217,6 @@ class RayExecutor:
         self._ray: Any = None
         self._we_init = False
         self._cluster: Cluster | None = None
-        self._t0 = time.monotonic()
         self._node_server: dict[str, str] = {}
         self._server_gres: dict[str, str] = {}
         self._cmds: queue.Queue[tuple[Any, ...]] = queue.Queue()
@@ -225,11 +231,13 @@ class RayExecutor:
         """After :meth:`close`: what could not be confirmed gone (empty when everything is)."""
 
     # ------------------------------------------------------------------ clock
+    @property
+    def time_scale(self) -> float:
+        return self.clock.time_scale if self.clock is not None else self._time_scale
+
     def now(self) -> float:
-        """Run seconds (the run's clock if one was given, else wall seconds since :meth:`open` × time scale)."""
-        if self.clock is not None:
-            return self.clock()
-        return (time.monotonic() - self._t0) * self.time_scale
+        """Run seconds on the run's clock."""
+        return self.clock.now() if self.clock is not None else 0.0
 
     # ------------------------------------------------------------------ open: connect and check
     def open(self, cluster: Cluster) -> None:
@@ -253,7 +261,9 @@ class RayExecutor:
             self._ckpt_root = Path(tempfile.mkdtemp(prefix="ddlsched-ckpt-"))
             self._own_ckpt = True
         self._actor_cls = ray.remote(max_restarts=0, max_concurrency=4)(RankActor)
-        self._t0 = time.monotonic()
+        if self.clock is None:
+            self.clock = LiveClock(self._time_scale)
+            self.clock.start()
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="ray-executor", daemon=True)
         self._thread.start()
