@@ -19,6 +19,7 @@ import queue
 import runpy
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -79,6 +80,21 @@ def _resolve(entrypoint: str) -> Callable[[], Any]:
     return obj  # type: ignore[no-any-return]
 
 
+def _iface_of(ip: str) -> str | None:
+    """The network interface holding IPv4 address ``ip`` (Linux; None when not found)."""
+    import fcntl
+    import struct
+
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            with contextlib.suppress(OSError):
+                req = struct.pack("256s", name.encode()[:15])
+                addr = socket.inet_ntoa(fcntl.ioctl(s.fileno(), 0x8915, req)[20:24])  # SIOCGIFADDR
+                if addr == ip:
+                    return name
+    return None
+
+
 class RankActor:
     """One rank of one launch (a threaded Ray actor: ``run`` in one thread, ``status``/``revoke`` beside it)."""
 
@@ -117,6 +133,12 @@ class RankActor:
 
     def run(self, entrypoint: str, env: Mapping[str, str]) -> dict[str, Any]:
         os.environ.update(env)
+        if "GLOO_SOCKET_IFNAME" not in os.environ and sys.platform == "linux":
+            import ray  # gloo binds where the host name resolves; use the interface of Ray's node address
+
+            iface = _iface_of(ray.util.get_node_ip_address())
+            if iface:
+                os.environ["GLOO_SOCKET_IFNAME"] = iface
         attach_lease(self)
         _resolve(entrypoint)()
         return self.status() | {"revoked": self.revoked()}
@@ -222,6 +244,7 @@ class RayExecutor:
         self._cmds: queue.Queue[tuple[Any, ...]] = queue.Queue()
         self._events: queue.Queue[ExecEvent] = queue.Queue()
         self._jobs: dict[str, _Attempt] = {}
+        self._jobs_lock = threading.Lock()  # the loop thread changes _jobs; running()/pids() read it from others
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._actor_cls: Any = None
@@ -342,12 +365,14 @@ class RayExecutor:
 
     def running(self) -> list[str]:
         """Job ids with a live attempt (for tests and snapshots)."""
-        return sorted(self._jobs)
+        with self._jobs_lock:
+            return sorted(self._jobs)
 
     def pids(self, job_id: str) -> list[int]:
         """The worker process ids of the job's ranks (empty until they run)."""
-        a = self._jobs.get(job_id)
-        return list(a.pids) if a is not None else []
+        with self._jobs_lock:
+            a = self._jobs.get(job_id)
+            return list(a.pids) if a is not None else []
 
     def close(self) -> None:
         if self._thread is not None:
@@ -417,11 +442,14 @@ class RayExecutor:
     def _command(self, cmd: tuple[Any, ...]) -> None:
         if cmd[0] == "launch":
             launch: Launch = cmd[1]
-            old = self._jobs.pop(launch.job_id, None)
+            with self._jobs_lock:
+                old = self._jobs.pop(launch.job_id, None)
             if old is not None:  # a relaunch of a job still held: the old attempt goes first
                 self._teardown(old)
             try:
-                self._jobs[launch.job_id] = self._place(launch)
+                attempt = self._place(launch)
+                with self._jobs_lock:
+                    self._jobs[launch.job_id] = attempt
             except Exception as e:
                 self._events.put(ExecEvent(EventKind.FAILED, launch.job_id, self.now(), launch.attempt,
                                            reason=f"cannot launch: {type(e).__name__}: {e}"))
@@ -431,7 +459,8 @@ class RayExecutor:
             return
         if cmd[0] == "cancel":
             self._teardown(a)
-            self._jobs.pop(a.job_id, None)
+            with self._jobs_lock:
+                self._jobs.pop(a.job_id, None)
         elif cmd[0] == "revoke" and a.revoke_deadline is None:
             if a.state in ("placing", "spawning"):  # nothing runs yet: its checkpoint is where it was
                 self._finish(a, EventKind.CHECKPOINTED, iterations=float(self._last_checkpoint(a)))
@@ -651,7 +680,8 @@ class RayExecutor:
     def _finish(self, a: _Attempt, kind: EventKind, **kw: Any) -> None:
         """Release the job's GPUs, then report (so the next launch on them finds them free)."""
         self._teardown(a)
-        self._jobs.pop(a.job_id, None)
+        with self._jobs_lock:
+            self._jobs.pop(a.job_id, None)
         self._emit(a, kind, **kw)
 
     def _teardown(self, a: _Attempt) -> None:
