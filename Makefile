@@ -55,3 +55,8 @@ clean-compiled:
 .PHONY: validate
 validate: $(STAMP)
 	$(VENV)/bin/ddlsched testbed validate --out results/validation --doc docs/validation.md
+
+# sim-vs-live fidelity: a trace slice live on the emulated testbed with Ray, every policy (root; ≈ 1 h; docs/live-ray.md)
+.PHONY: live-validate
+live-validate: $(STAMP)
+	$(PY) benchmarks/live_validate.py --out results/live-validate

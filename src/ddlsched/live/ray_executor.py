@@ -210,7 +210,8 @@ class RayExecutor:
     ``--executor-opt grad_scale=0.01`` works): ``entrypoint`` (``module:function`` or a ``.py`` file; default the
     profile job), ``job_args`` (a mapping the job reads as ``Job().args``), ``checkpoint_every`` (iterations),
     ``grad_scale`` / ``compute_scale`` (the profile job's all-reduce bytes / compute time, × the profile's),
-    ``runtime_env`` (Ray's, for the rank actors), ``checkpoint_dir`` (this job's folder).
+    ``runtime_env`` (Ray's, for the rank actors), ``checkpoint_dir`` (this job's folder). ``models``: a model
+    profile CSV (as ``--models``) whose profiles the profile job follows.
     """
 
     name = "ray"
@@ -218,7 +219,8 @@ class RayExecutor:
     def __init__(self, address: str | None = None, *, time_scale: float = 1.0, clock: LiveClock | None = None,
                  checkpoint_dir: str | Path | None = None, gpu_resource: str = "auto",
                  defaults: Mapping[str, Any] | None = None, report_every_s: float = 0.5, poll_s: float = 0.02,
-                 place_timeout_s: float = 120.0, catalog: Any = None, **launch_defaults: Any) -> None:
+                 place_timeout_s: float = 120.0, catalog: Any = None, models: str | None = None,
+                 **launch_defaults: Any) -> None:
         if not (isinstance(time_scale, int | float) and time_scale > 0):
             raise InputError(f"time scale must be > 0, got {time_scale!r}", field="time_scale")
         unknown = sorted(set(launch_defaults) - LAUNCH_OPTIONS)
@@ -233,6 +235,10 @@ class RayExecutor:
         self.report_every_s = report_every_s
         self.poll_s = poll_s
         self.place_timeout_s = place_timeout_s
+        if models is not None:  # extra model profiles (as --models): the profile job's compute and gradient size
+            from ddlsched.workload.profiles import default_catalog, load_models
+
+            catalog = (catalog or default_catalog()).with_profiles(load_models(models))
         self.catalog = catalog
         self._ckpt_root = Path(checkpoint_dir) if checkpoint_dir is not None else None
         self._own_ckpt = False
