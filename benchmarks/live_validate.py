@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))  # this checkout's ddlsched, also when another is installed
 TRACE = REPO / "data/traces/philly_pollux/philly.csv"
 POLICIES = "fifo+consolidated,fifo+pack,tiresias+consolidated,delay-sched,largest-first"
 PLUGIN = REPO / "examples/plugins/largest_first.py"
