@@ -435,7 +435,8 @@ class RayExecutor:
                     cmd = self._cmds.get_nowait()
                     if cmd[0] == "stop":
                         return
-                    self._command(cmd)
+                    with contextlib.suppress(Exception):  # e.g. revoking a rank that just died: its run() says so
+                        self._command(cmd)
             except queue.Empty:
                 pass
             for a in list(self._jobs.values()):
