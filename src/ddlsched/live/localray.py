@@ -48,13 +48,14 @@ class LocalRayCluster:
 
     def __init__(self, nodes: Sequence[Mapping[str, float]], *, num_cpus: int = 1,
                  env: Mapping[str, str] | None = None, ray_cli: str | None = None,
-                 start_timeout_s: float = 90.0) -> None:
+                 start_timeout_s: float = 90.0, retries: int = 2) -> None:
         if not nodes:
             raise ValueError("a Ray cluster needs at least one node")
         self.nodes = [dict(n) for n in nodes]
         self.num_cpus = num_cpus
         self.ray_cli = ray_cli or str(Path(sys.executable).with_name("ray"))
         self.start_timeout_s = start_timeout_s
+        self.retries = retries
         self.env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
                     "PYTHONUNBUFFERED": "1", **(env or {})}
         self.env.pop("RAY_ADDRESS", None)
@@ -95,6 +96,30 @@ class LocalRayCluster:
                                    f"{self.log(i)[-2000:]}")
             time.sleep(0.2)
 
+    def _start_with_retries(self, i: int, resources: Mapping[str, float]) -> None:
+        """Start node ``i``; on a loaded machine Ray's fixed 30 s registration wait can run out: kill what that
+        node started and try again (``retries`` times)."""
+        for attempt in range(self.retries + 1):
+            if i == 0:
+                self.port = free_port()
+            self._start_node(i, resources)
+            try:
+                self._wait_started(i)
+                return
+            except RuntimeError:
+                if attempt == self.retries:
+                    raise
+                self._kill_session(self.procs.pop())
+
+    def _kill_session(self, proc: subprocess.Popen[bytes]) -> None:
+        deadline = time.monotonic() + 10
+        while (left := _session_pids(proc.pid)) and time.monotonic() < deadline:
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.2)
+
     def _wait_nodes(self, n: int) -> None:
         code = (f"import json, ray; ray.init(address='{self.address}', logging_level='ERROR'); "
                 "print(json.dumps(sum(1 for x in ray.nodes() if x['Alive'])))")
@@ -123,12 +148,8 @@ class LocalRayCluster:
         self.tmp = Path(tempfile.mkdtemp(prefix="ddlr", dir="/tmp"))  # Ray's socket paths must stay short
         self.port = free_port()
         try:
-            self._start_node(0, self.nodes[0])
-            self._wait_started(0)
-            for i, res in enumerate(self.nodes[1:], 1):
-                self._start_node(i, res)
-            for i in range(1, len(self.nodes)):
-                self._wait_started(i)
+            for i, res in enumerate(self.nodes):
+                self._start_with_retries(i, res)
             self._wait_nodes(len(self.nodes))
         except BaseException:
             self.stop()
