@@ -48,7 +48,7 @@ class LocalRayCluster:
 
     def __init__(self, nodes: Sequence[Mapping[str, float]], *, num_cpus: int = 1,
                  env: Mapping[str, str] | None = None, ray_cli: str | None = None,
-                 start_timeout_s: float = 90.0, retries: int = 2) -> None:
+                 start_timeout_s: float = 90.0, retries: int = 2, num_gpus: int = 0) -> None:
         if not nodes:
             raise ValueError("a Ray cluster needs at least one node")
         self.nodes = [dict(n) for n in nodes]
@@ -56,6 +56,8 @@ class LocalRayCluster:
         self.ray_cli = ray_cli or str(Path(sys.executable).with_name("ray"))
         self.start_timeout_s = start_timeout_s
         self.retries = retries
+        self.num_gpus = num_gpus
+        """Real GPUs each node advertises as Ray's ``GPU`` (0: none; use ``ddl_gpu`` slots instead)."""
         self.env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
                     "PYTHONUNBUFFERED": "1", **(env or {})}
         self.env.pop("RAY_ADDRESS", None)
@@ -73,7 +75,7 @@ class LocalRayCluster:
         ports = ["--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
                  "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port"]
         args = [self.ray_cli, "start", "--block", "--node-ip-address=127.0.0.1", f"--num-cpus={self.num_cpus}",
-                "--num-gpus=0", f"--resources={json.dumps(dict(resources))}",
+                f"--num-gpus={self.num_gpus}", f"--resources={json.dumps(dict(resources))}",
                 "--min-worker-port=0", "--max-worker-port=0", *(f"{p}={free_port()}" for p in ports)]
         if i == 0:
             args += ["--head", f"--port={self.port}", f"--temp-dir={self.tmp / 'ray'}", "--include-dashboard=false",

@@ -225,7 +225,8 @@ class RayExecutor:
             raise InputError(f"time scale must be > 0, got {time_scale!r}", field="time_scale")
         unknown = sorted(set(launch_defaults) - LAUNCH_OPTIONS)
         if unknown:
-            raise InputError(f"unknown Ray executor option(s) {unknown} (launch options: "
+            raise InputError(f"unknown Ray executor option(s) {unknown} (options: address, checkpoint_dir, "
+                             "gpu_resource, models, report_every_s, place_timeout_s, time_scale; launch options: "
                              f"{', '.join(sorted(LAUNCH_OPTIONS))})", field="--executor-opt")
         self.address = address
         self._time_scale = float(time_scale)
