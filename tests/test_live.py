@@ -372,3 +372,17 @@ def test_every_job_accounted_and_records_close(seed, n, policy, ckpt):
     _check_accounts(res)
     assert len(res.records) + len(res.failed) == len(jobs)  # nothing is left behind in a batch run
     assert {f["job_id"] for f in res.failed} <= {j for j, f in faults.items() if f.kind == "fail"}
+
+
+def test_a_policy_that_never_starts_a_job_leaves_it_unfinished_not_hung():
+    class Never(Policy):
+        name = "never"
+        requirements = Requirements()
+
+        def schedule(self, view):
+            return []
+
+    res = LiveRun(cluster4x4(), Never(), SimExecutor(CAT), time_scale=FAST, catalog=CAT,
+                  jobs=[JobSpec("a", 0.0, 1, "m", iterations=10)]).run()
+    _check_accounts(res)
+    assert res.unfinished == ["a"]

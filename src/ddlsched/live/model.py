@@ -221,8 +221,13 @@ class LiveModel(FluidModel):
                     return False
             wait = clock.wall_until(t_next)
             busy = bool(self.running) or bool(self._draining_jobs)
-            if math.isinf(t_next) and not (busy or changed or self.serve or self.stopping):
-                return False  # a batch run with nothing left that can report
+            if not (busy or changed or self.serve or self.stopping):
+                if math.isinf(t_next):
+                    return False  # a batch run with nothing left that can report (pending jobs stay unfinished)
+                core: Any = self.ctx
+                if not self.pending and self.arrived == len(core.arrivals):
+                    core.heap.clear()  # only policy wake-ups are left, with nothing to decide: the run is over
+                    return True
             timeout = 0.0 if (changed or wait <= 0) else min(wait, POLL_S)
             clock.horizon_s = t_next
             if lock is not None:
