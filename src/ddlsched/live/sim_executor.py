@@ -52,31 +52,47 @@ class Fault:
 
 
 class _Job:
-    __slots__ = ("attempt", "began", "done", "iter_s", "iterating", "job_id", "last_report", "last_t", "saved",
+    """A launched job, with the fluid model's arithmetic (``FluidJob.sync`` and its completion time) so that the
+    twin's event times are the simulator's, bit for bit, when the same things happen."""
+
+    __slots__ = ("attempt", "began", "done", "fin", "iter_s", "job_id", "last_report", "last_t", "resume", "saved",
                  "stopped", "work")
 
-    def __init__(self, job_id: str, attempt: int, work: float, done: float) -> None:
+    def __init__(self, job_id: str, attempt: int, work: float, done: float, t: float, resume: float) -> None:
         self.job_id = job_id
         self.attempt = attempt
         self.work = work
         self.done = done
         self.saved = done  # iterations of its last checkpoint
-        self.began: float | None = None  # when it began iterating
-        self.iter_s = math.inf  # current iteration time (physics); inf until it is placed
-        self.iterating = False
-        self.stopped = False  # revoked: no more progress, waiting to release
-        self.last_t = 0.0
-        self.last_report = (0.0, done)
+        self.began: float | None = None  # when it began iterating (STARTED)
+        self.iter_s = math.inf  # current iteration time (physics)
+        self.stopped = False  # revoked or failed: no more progress
+        self.last_t = t
+        self.resume = resume  # it iterates from here on (its start-up ends)
+        self.fin = math.inf
+        self.last_report = (resume, done)
 
     def sync(self, t: float) -> None:
-        if self.iterating and not self.stopped and t > self.last_t:
-            self.done = min(self.work, self.done + (t - self.last_t) / self.iter_s)
-        self.last_t = max(self.last_t, t)
+        dt = t - self.last_t
+        if dt <= 0:
+            return
+        active = t - max(self.last_t, self.resume)
+        if active > 0 and not self.stopped:
+            self.done += active / self.iter_s
+        self.last_t = t
+
+    def done_at(self, t: float) -> float:
+        """Iterations at ``t`` (no state change)."""
+        active = t - max(self.last_t, self.resume)
+        return min(self.work, self.done + (active / self.iter_s if active > 0 and not self.stopped else 0.0))
+
+    def retime(self, t: float, iter_s: float) -> None:
+        self.sync(t)
+        self.iter_s = iter_s
+        self.fin = max(t, self.resume) + max(0.0, self.work - self.done) * iter_s
 
     def finish_at(self) -> float:
-        if not self.iterating or self.stopped:
-            return math.inf
-        return self.last_t + (self.work - self.done) * self.iter_s
+        return math.inf if self.stopped else self.fin
 
 
 class SimExecutor:
@@ -133,12 +149,11 @@ class SimExecutor:
                               "is still running", field="launch")
         work = float(launch.options.get("work", launch.iterations))
         done = float(launch.options.get("resume_iterations", 0.0))
-        j = self.jobs[launch.job_id] = _Job(launch.job_id, launch.attempt, work, done)
-        j.last_t = t
+        startup = self.restart_s if launch.attempt > 1 else self.start_s
+        j = self.jobs[launch.job_id] = _Job(launch.job_id, launch.attempt, work, done, t, t + startup)
         self.launches += 1
         self._retime(perf.add(Placement(launch.job_id, tuple(launch.gpus), self._profile(launch))), t)
-        startup = self.restart_s if launch.attempt > 1 else self.start_s
-        self._push(t + startup, _STARTUP, j)
+        self._push(j.resume, _STARTUP, j)
 
     def revoke(self, job_id: str, grace_s: float) -> None:
         t = self._instant()
@@ -220,7 +235,7 @@ class SimExecutor:
     def _checkpoint_before(self, j: _Job, t: float) -> None:
         """``j.saved`` := its iterations at its last periodic checkpoint before ``t`` (every ``checkpoint_every_s``
         since it began iterating), back-computed at its current rate."""
-        if not j.iterating or j.began is None:
+        if j.began is None:
             return
         every = self.checkpoint_every_s
         k = math.floor((t - j.began) / every)
@@ -243,8 +258,7 @@ class SimExecutor:
             j = self.jobs.get(jid)
             if j is None:
                 continue
-            j.sync(t)
-            j.iter_s = it.compute_s + it.comm_s  # type: ignore[attr-defined]
+            j.retime(t, it.compute_s + it.comm_s)  # type: ignore[attr-defined]
 
     def _next_time(self) -> float:
         nxt = self._heap[0][0] if self._heap else math.inf
@@ -282,7 +296,6 @@ class SimExecutor:
         self._out.append(ExecEvent(kind, j.job_id, t, j.attempt, **kw))  # type: ignore[arg-type]
 
     def _finish(self, j: _Job, t: float) -> None:
-        j.sync(t)
         j.done = j.work
         del self.jobs[j.job_id]
         self._retime(self._perf().remove(j.job_id), t)
@@ -292,9 +305,8 @@ class SimExecutor:
         if kind == _STARTUP:
             if j.stopped:
                 return
-            j.sync(t)
-            j.iterating, j.last_t, j.last_report = True, t, (t, j.done)
-            self._emit(EventKind.STARTED, j, t, iterations=j.done)
+            j.last_report = (t, j.done_at(t))
+            self._emit(EventKind.STARTED, j, t, iterations=j.last_report[1])
             j.began = t
             self._push(t + self._report_every(), _REPORT, j)
             fault = self.faults.get(j.job_id)
@@ -303,11 +315,11 @@ class SimExecutor:
         elif kind == _REPORT:
             if j.stopped:
                 return
-            j.sync(t)
+            done = j.done_at(t)  # a report changes nothing in the job (its arithmetic stays the simulator's)
             t0, d0 = j.last_report
-            iter_s = (t - t0) / (j.done - d0) if j.done > d0 else None
-            j.last_report = (t, j.done)
-            self._emit(EventKind.PROGRESS, j, t, iterations=j.done, iter_s=iter_s)
+            iter_s = (t - t0) / (done - d0) if done > d0 else None
+            j.last_report = (t, done)
+            self._emit(EventKind.PROGRESS, j, t, iterations=done, iter_s=iter_s)
             self._push(t + self._report_every(), _REPORT, j)
         elif kind == _RELEASE:
             del self.jobs[j.job_id]
