@@ -52,7 +52,7 @@ def live() -> None:
 @click.option("--time-scale", type=finite_float(0.0, 1e9, min_open=True), default=1.0, show_default=True,
               help="Run seconds per wall second (100: a trace hour runs in 36 s of wall time).")
 @click.option("--executor", "executor_name", type=click.Choice(EXECUTORS), default="sim", show_default=True,
-              help="sim: the digital twin (the simulator's physics in wall time); ray: Ray core (docs/live-ray.md).")
+              help="sim: the digital twin (the simulator's physics in wall time); ray: Ray core (see docs, live-ray).")
 @click.option("--executor-opt", multiple=True, metavar="KEY=VALUE",
               help="Executor option (twin: report_every_s, checkpoint_s, checkpoint_every_s, start_s, actuation).")
 @click.option("--grace", "grace_s", type=finite_float(0.0, 1e9), default=30.0, show_default=True,
