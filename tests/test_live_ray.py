@@ -11,6 +11,7 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -237,28 +238,39 @@ def test_ray_unreachable_or_unnamed_is_a_clear_error(monkeypatch: pytest.MonkeyP
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_live_run_with_a_preemptive_policy_on_the_ray_cluster(ray_nodes: LocalRayCluster, tmp_path: Path) -> None:
-    """LiveRun + RayExecutor + Tiresias (2 GPU-seconds to leave queue 0): the late short jobs preempt the long
-    ones, which checkpoint and resume; every job accounted for, the restarts in the records."""
+    """LiveRun + RayExecutor + Tiresias (2 GPU-seconds to leave queue 0): the late short job preempts a long
+    one, which checkpoint and resume; a worker killed mid-run makes its job restart from its checkpoint; every job
+    accounted for, the restarts in the records."""
     from ddlsched.live.run import LiveRun
     from ddlsched.policies import make_policy
     from ddlsched.workload.profiles import ModelCatalog, ModelProfile
 
     cat = ModelCatalog([ModelProfile("tiny", grad_mb=0.01, compute_ms=40.0, batch_size=8, mem_mb=100.0)])
-    jobs = [JobSpec("long1", 0.0, 2, "tiny", iterations=150.0), JobSpec("long2", 0.0, 2, "tiny", iterations=150.0),
-            JobSpec("short1", 4.0, 2, "tiny", iterations=30.0), JobSpec("short2", 5.0, 1, "tiny", iterations=30.0)]
+    jobs = [JobSpec("long1", 0.0, 2, "tiny", iterations=100.0), JobSpec("long2", 0.0, 2, "tiny", iterations=100.0),
+            JobSpec("short", 4.0, 2, "tiny", iterations=30.0)]
     ex = RayExecutor(ray_nodes.address, checkpoint_dir=tmp_path / "ckpt", catalog=cat, checkpoint_every=10)
     policy = make_policy("tiresias", {"thresholds": [2.0]})
-    changes: list[object] = []
+    changes: list[Any] = []
+    killed: list[str] = []
+
+    def on_change(c: Any) -> None:  # the first job to report progress loses a worker (SIGKILL), once
+        changes.append(c)
+        if c.kind == "progress" and not killed and ex.pids(c.job_id):
+            os.kill(ex.pids(c.job_id)[-1], signal.SIGKILL)
+            killed.append(c.job_id)
+
     res = LiveRun(two_servers(), policy, ex, time_scale=1.0, catalog=cat, jobs=jobs, checkpoint_grace_s=20.0,
-                  on_change=changes.append).run()
+                  on_change=on_change).run()
     assert ex.leftovers == []
     assert (len(res.records), len(res.failed), len(res.cancelled), len(res.unfinished), len(res.rejected)) == \
-        (4, 0, 0, 0, 0), (res.failed, res.unfinished)
-    assert res.submitted == 4
+        (3, 0, 0, 0, 0), (res.failed, res.unfinished)
+    assert res.submitted == 3
     by = {r["job_id"]: r for r in res.records}
     assert sum(r["preemptions"] for r in res.records) >= 1, res.records
     assert any(by[j]["preemptions"] >= 1 and by[j]["placements"] >= 2 for j in ("long1", "long2"))
-    kinds = [c.kind for c in changes]  # type: ignore[attr-defined]
-    assert "preempted" in kinds and kinds.count("finished") == 4
+    kinds = [c.kind for c in changes]
+    assert "preempted" in kinds and kinds.count("finished") == 3
+    assert killed and any(c.kind == "lost" and c.job_id == killed[0] for c in changes), (killed, kinds)
+    assert by[killed[0]]["placements"] >= 2  # restarted from its checkpoint after the lost worker
     for r in res.records:
         assert r["finish_s"] > r["first_start_s"] >= r["arrival_s"]
