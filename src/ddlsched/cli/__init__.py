@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from ddlsched.cli.catalog import policies_cmd, reproduce
 from ddlsched.cli.common import err_console
+from ddlsched.cli.live import live
 from ddlsched.cli.native import native
 from ddlsched.cli.report import report
 from ddlsched.cli.run import compare, simulate
@@ -31,6 +32,7 @@ EXTRAS = {"matplotlib": "plots", "pyarrow": "parquet", "ray": "ray", "torch": "t
 
 for _cmd in (simulate, compare, policies_cmd, reproduce, traces, sweep, report, testbed, native):
     cli.add_command(_cmd)
+cli.add_command(live)
 
 
 def main() -> None:
