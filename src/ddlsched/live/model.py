@@ -49,6 +49,8 @@ from ddlsched.workload.profiles import ModelCatalog, ModelProfile
 
 EXEC = 1
 """Event kind of an executor report on the core's heap (the fluid model's COMPLETE is 0 and never used here)."""
+CMD = 2
+"""Event kind of a command from another thread (cancel, stop), carried out at the run clock's now."""
 POLL_S = 0.02
 """Longest wall wait inside :meth:`LiveModel.hold` before commands from other threads are looked at again."""
 
@@ -205,6 +207,8 @@ class LiveModel(FluidModel):
         self.cancelled: list[dict[str, Any]] = []
         self.on_change: Change | None = None
         self.commands: Callable[[], bool] | None = None  # the run's queued commands (returns: anything changed)
+        self.run_command: Callable[[Any], None] | None = None  # carries out a command deferred to its instant
+        self._cmds: dict[int, Any] = {}
         self.lock: Any = None  # the run's state lock, held by the loop except while it waits
         self._mech.update({"lost_workers": 0, "killed_revocations": 0, "deferred_launches": 0, "failures": 0,
                            "cancellations": 0})
@@ -222,8 +226,10 @@ class LiveModel(FluidModel):
         return st
 
     def arrive(self, st: JobState) -> None:
-        super().arrive(st)
         self.arrived += 1
+        if st.status is JobStatus.CANCELLED:
+            return  # cancelled before it arrived (it stays in the core's arrivals: the core's cursor counts it)
+        super().arrive(st)
         self._material = True
         self._emit("arrived", st.job_id, {"num_gpus": st.num_gpus, "model": st.spec.model})
 
@@ -276,7 +282,19 @@ class LiveModel(FluidModel):
     def is_stale(self, kind: int, key: str, version: int) -> bool:
         return False
 
+    def defer(self, command: Any) -> None:
+        """Carry out ``command`` (through ``run_command``) as an event at the run clock's now, so that it happens at
+        the instant it was asked for (the core's now may lag the clock when nothing has happened for a while)."""
+        self._inbox_seq += 1
+        self._cmds[self._inbox_seq] = command
+        self.ctx.push(max(self.clock.now(), self.ctx.now), CMD, "", self._inbox_seq)
+
     def on_event(self, kind: int, key: str, version: int) -> None:
+        if kind == CMD:
+            command = self._cmds.pop(version)
+            if self.run_command is not None:
+                self.run_command(command)
+            return
         ev = self._inbox.pop(version)
         st = self.states.get(ev.job_id)
         if not isinstance(st, LiveJob):
@@ -581,7 +599,7 @@ class LiveModel(FluidModel):
         core: Any = self.ctx
         core.heap.clear()  # the core's own list: nothing more happens in this run
         arrivals = core.arrivals
-        self.never_arrived = [s.job_id for s in arrivals[self.arrived:]]
+        self.never_arrived = [s.job_id for s in arrivals[self.arrived:] if s.status is not JobStatus.CANCELLED]
         del arrivals[self.arrived:]
         self._finalised = True
         return True
@@ -615,4 +633,4 @@ def build_live_model(cluster: Cluster, policy: Any, executor: Executor, clock: L
     return LiveModel(cluster, catalog, req, settings, executor=executor, clock=clock, grace_s=grace_s, serve=serve)
 
 
-__all__ = ["EXEC", "LiveJob", "LiveModel", "LiveView", "build_live_model", "refusal", "server_name"]
+__all__ = ["CMD", "EXEC", "LiveJob", "LiveModel", "LiveView", "build_live_model", "refusal", "server_name"]
