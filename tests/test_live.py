@@ -459,3 +459,14 @@ def test_cancel_a_job_before_it_arrives_and_a_running_one():
     res = out["result"]
     _check_accounts(res)
     assert sorted(c["job_id"] for c in res.cancelled) == ["a", "b"] and not res.records and not res.unfinished
+
+
+def test_a_resubmitted_job_resumes_from_its_checkpoint():
+    """Crash recovery: a job submitted with done_iterations resumes there (the twin pays its restart penalty)."""
+    run = LiveRun(cluster4x4(), make_policy("fifo"), SimExecutor(CAT, restart_s=30.0), time_scale=FAST, catalog=CAT)
+    assert run.submit(JobSpec("r", 0.0, 1, "m", iterations=1000), done_iterations=600, attempt=1) is None
+    res = run.run()
+    _check_accounts(res)
+    (r,) = res.records
+    assert r["restart_s"] == pytest.approx(30.0)
+    assert r["run_s"] == pytest.approx(30.0 + 400 * 0.05)  # the 400 iterations left, alone on one GPU

@@ -95,6 +95,7 @@ class LiveJob(FluidJob):
         self.w_sum = 0.0  # predicted iterations while iterating, and the predicted excess / comm over them
         self.w_het = self.w_spr = self.w_shr = self.w_con = self.w_comm = 0.0
         self.reason = ""
+        self.prior = 0.0  # iterations done before this run (a resubmitted job): not part of its record here
 
     def rate(self) -> float:
         """Seconds per iteration to extrapolate with: the physics' prediction for the job's current placement and
@@ -319,11 +320,11 @@ class LiveModel(FluidModel):
         if k is EventKind.STARTED:
             st.began(now)
         elif k is EventKind.PROGRESS:
-            st.measured(now, ev.iterations)
+            st.measured(now, ev.iterations - st.prior)
             if ev.iter_s is not None and ev.iter_s > 0 and math.isfinite(ev.iter_s):
                 st.meas_iter_s = ev.iter_s
             self._show_measured(st)
-            self._emit("progress", st.job_id, {"iterations": st.done_iters, "iter_s": ev.iter_s})
+            self._emit("progress", st.job_id, {"iterations": st.prior + st.done_iters, "iter_s": ev.iter_s})
         elif k is EventKind.FINISHED:
             self._complete(st, now)
         elif k is EventKind.FAILED:
@@ -360,7 +361,7 @@ class LiveModel(FluidModel):
         st.status = JobStatus.FAILED
         st.reason = reason
         self.failed.append({"job_id": st.job_id, "num_gpus": st.num_gpus, "time_s": now, "reason": reason,
-                            "iterations": st.done_iters, "attempts": st.attempt})
+                            "iterations": st.prior + st.done_iters, "attempts": st.attempt})
         self._mech["failures"] += 1
         self._material = True
         self._emit("failed", st.job_id, {"reason": reason})
@@ -370,13 +371,13 @@ class LiveModel(FluidModel):
         rate = st.rate()
         self._release(st, now)
         st.gpus = ()
-        lost = st.lose(ev.iterations, rate)
+        lost = st.lose(ev.iterations - st.prior, rate)
         st.preemptions += 1
         st.started = st.launched = False
         self._mech["lost_workers"] += 1
         self._enqueue(st, now, in_order=False)
         self._material = True
-        self._emit("lost", st.job_id, {"iterations": st.done_iters, "lost_iterations": lost,
+        self._emit("lost", st.job_id, {"iterations": st.prior + st.done_iters, "lost_iterations": lost,
                                        "reason": ev.reason})
 
     def _checkpointed(self, st: LiveJob, ev: ExecEvent, now: float) -> None:
@@ -388,12 +389,13 @@ class LiveModel(FluidModel):
         killed = ev.killed or ev.kind is EventKind.LOST
         if killed:  # work since its last checkpoint is lost (valued at the extrapolated progress at the revoke)
             st.done_iters = st.revoked_iters
-            lost = st.lose(ev.iterations, st.lost_rate)
+            lost = st.lose(ev.iterations - st.prior, st.lost_rate)
             self._mech["killed_revocations"] += 1
         else:  # it saved its state at the lease's end: nothing lost (the count corrects the extrapolation)
             lost = 0.0
-            st.done_iters = min(max(ev.iterations, 0.0), st.work)
-        self._emit("preempted", st.job_id, {"iterations": st.done_iters, "killed": killed, "lost_iterations": lost})
+            st.done_iters = min(max(ev.iterations - st.prior, 0.0), st.work)
+        self._emit("preempted", st.job_id, {"iterations": st.prior + st.done_iters, "killed": killed,
+                                            "lost_iterations": lost})
         self._launch_ready(now)
 
     def _undrain(self, st: LiveJob) -> None:
@@ -451,9 +453,10 @@ class LiveModel(FluidModel):
         gpu_server = self._gpu_server
         launch = Launch(job_id=st.job_id, attempt=st.attempt, spec=st.spec, gpus=st.gpus,
                         servers=tuple(names[gpu_server[g]] for g in st.gpus),
-                        iterations=max(1, round(st.work)), ideal_iter_s=st.ideal_iter_s,
+                        iterations=max(1, round(st.prior + st.work)), ideal_iter_s=st.ideal_iter_s,
                         predicted_iter_s=(p.compute_s + p.comm_s) if p is not None else math.nan,
-                        options={"work": st.work, "resume_iterations": st.done_iters, "profile": st.profile})
+                        options={"work": st.prior + st.work, "resume_iterations": st.prior + st.done_iters,
+                                 "profile": st.profile})
         self._call(self.executor.launch, now, launch)
         mark = self._finish_mark
         if mark is not None:
@@ -462,7 +465,7 @@ class LiveModel(FluidModel):
             self.latency_s.append(max(0.0, wall - mark[1]))
             self._finish_mark = None
         self._emit("started", st.job_id, {"gpus": list(st.gpus), "attempt": st.attempt,
-                                          "iterations": st.done_iters})
+                                          "iterations": st.prior + st.done_iters})
 
     def _call(self, fn: Callable[..., Any], now: float, *args: Any) -> Any:
         clock = self.clock
@@ -507,7 +510,8 @@ class LiveModel(FluidModel):
             self._call(self.executor.revoke, now, st.job_id, self.grace_s)
         else:
             self._deferred.pop(st.job_id, None)  # never reached the executor: nothing to revoke
-            self._emit("preempted", st.job_id, {"iterations": st.done_iters, "killed": False, "lost_iterations": 0.0})
+            self._emit("preempted", st.job_id, {"iterations": st.prior + st.done_iters, "killed": False,
+                                                "lost_iterations": 0.0})
         self._enqueue(st, now, in_order=False)
         if self._audit:
             self.ctx.audit("preempt", st.job_id, st.done_iters)
@@ -561,10 +565,10 @@ class LiveModel(FluidModel):
             self._launch_ready(now)
         st.status = JobStatus.CANCELLED
         self.cancelled.append({"job_id": job_id, "num_gpus": st.num_gpus, "time_s": now,
-                               "iterations": st.done_iters})
+                               "iterations": st.prior + st.done_iters})
         self._mech["cancellations"] += 1
         self._material = True
-        self._emit("cancelled", job_id, {"iterations": st.done_iters})
+        self._emit("cancelled", job_id, {"iterations": st.prior + st.done_iters})
         return True
 
     def stop(self, deadline_wall_s: float) -> None:
