@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import math
 import time
+from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.engine.decisions import Preempt, Start
-from ddlsched.engine.fluid import FluidJob, FluidModel
+from ddlsched.engine.fluid import FluidJob, FluidModel, _first_two
 from ddlsched.engine.jobview import JobView
 from ddlsched.engine.model import ModelSettings, Requirements
 from ddlsched.engine.run import requirements_of
@@ -386,6 +387,9 @@ class LiveModel(FluidModel):
         self._undrain(st)
         if st.status is JobStatus.RUNNING:
             st.sync(now)  # restarted meanwhile (deferred): waiting for this checkpoint
+        queued = st.status is JobStatus.PENDING
+        if queued:  # its iterations change while it is queued: out of the sorted indexes, and back in after
+            self._unindex(st)
         killed = ev.killed or ev.kind is EventKind.LOST
         if killed:  # work since its last checkpoint is lost (valued at the extrapolated progress at the revoke)
             st.done_iters = st.revoked_iters
@@ -394,9 +398,23 @@ class LiveModel(FluidModel):
         else:  # it saved its state at the lease's end: nothing lost (the count corrects the extrapolation)
             lost = 0.0
             st.done_iters = min(max(ev.iterations - st.prior, 0.0), st.work)
+        if queued:
+            self._reindex(st)
         self._emit("preempted", st.job_id, {"iterations": st.prior + st.done_iters, "killed": killed,
                                             "lost_iterations": lost})
         self._launch_ready(now)
+
+    def _unindex(self, st: LiveJob) -> None:
+        """Take a queued job out of the policies' sorted indexes (``pending_sorted``: keys are static while a job is
+        queued in a simulation; here a checkpoint's count may change its remaining work)."""
+        view = st.view
+        for key, idx in self._indexes.items():
+            del idx[bisect_left(idx, (key(view), view.seq), key=_first_two)]
+
+    def _reindex(self, st: LiveJob) -> None:
+        view = st.view
+        for key, idx in self._indexes.items():
+            insort(idx, (key(view), view.seq, view), key=_first_two)
 
     def _undrain(self, st: LiveJob) -> None:
         for g in self._draining_jobs.pop(st.job_id, ()):
