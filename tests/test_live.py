@@ -366,14 +366,18 @@ def test_submit_cancel_and_stop_from_another_thread():
 # ------------------------------------------------------------------ property: every job accounted for
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), n=st.integers(1, 14),
-       policy=st.sampled_from(["fifo", "tiresias", "delay-sched"]),
-       ckpt=st.sampled_from([0.0, 20.0]))
-def test_every_job_accounted_and_records_close(seed, n, policy, ckpt):
+       policy=st.sampled_from(["fifo", "tiresias", "delay-sched", "srtf"]),
+       ckpt=st.sampled_from([0.0, 20.0, 50.0]), grace=st.sampled_from([0.0, 30.0]))
+def test_every_job_accounted_and_records_close(seed, n, policy, ckpt, grace):
+    """Random jobs, checkpoint delays (longer than the grace: killed, work lost), lost workers and failures in any
+    attempt (srtf: a checkpoint changes a queued job's remaining work, which its sorted index must follow)."""
     jobs = _trace(seed, n)
     rng = random.Random(seed)
-    faults = {j.job_id: Fault(rng.choice(["lose", "fail"]), rng.uniform(1, 200)) for j in jobs if rng.random() < 0.2}
-    ex = SimExecutor(CAT, checkpoint_s=ckpt, checkpoint_every_s=50.0, faults=faults)
-    res = LiveRun(cluster4x4(), make_policy(policy), ex, time_scale=FAST, catalog=CAT, jobs=jobs).run()
+    faults = {j.job_id: Fault(rng.choice(["lose", "fail"]), rng.uniform(1, 300), attempt=rng.choice([1, 2]))
+              for j in jobs if rng.random() < 0.3}
+    ex = SimExecutor(CAT, checkpoint_s=ckpt, checkpoint_every_s=50.0, faults=faults, start_s=rng.choice([0.0, 3.0]))
+    res = LiveRun(cluster4x4(), make_policy(policy), ex, time_scale=FAST, catalog=CAT, jobs=jobs,
+                  checkpoint_grace_s=grace).run()
     _check_accounts(res)
     assert len(res.records) + len(res.failed) == len(jobs)  # nothing is left behind in a batch run
     assert {f["job_id"] for f in res.failed} <= {j for j, f in faults.items() if f.kind == "fail"}
@@ -391,3 +395,82 @@ def test_a_policy_that_never_starts_a_job_leaves_it_unfinished_not_hung():
                   jobs=[JobSpec("a", 0.0, 1, "m", iterations=10)]).run()
     _check_accounts(res)
     assert res.unfinished == ["a"]
+
+
+def test_policies_see_the_fluid_models_view_types():
+    from ddlsched.engine.jobview import JobView
+    from ddlsched.engine.view import SchedulerView
+
+    seen: list[tuple[type, type]] = []
+
+    class Probe(Policy):
+        name = "probe"
+        requirements = Requirements()
+
+        def schedule(self, view):
+            seen.extend((type(view), type(j)) for j in view.pending)
+            return [Start(j.job_id, (0,)) for j in list(view.pending)[:1] if view.num_free == 16]
+
+    LiveRun(cluster4x4(), Probe(), SimExecutor(CAT), time_scale=FAST, catalog=CAT,
+            jobs=[JobSpec("a", 0.0, 1, "m", iterations=10)]).run()
+    assert seen and all(issubclass(v, SchedulerView) and j is JobView for v, j in seen)
+
+
+def test_stop_revokes_running_jobs_and_waits_for_their_checkpoints():
+    ex = SimExecutor(CAT, checkpoint_s=5.0)
+    changes: list[JobChange] = []
+    run = LiveRun(cluster4x4(), make_policy("fifo"), ex, time_scale=1e3, catalog=CAT, serve=True,
+                  on_change=changes.append, checkpoint_grace_s=30.0)
+    out: dict[str, Any] = {}
+    loop = threading.Thread(target=lambda: out.setdefault("result", run.run()))
+    loop.start()
+    try:
+        assert run.submit(JobSpec("long", 0.0, 2, "m", iterations=10**8)) is None
+        for _ in range(200):
+            if run.snapshot()["running"] and run.snapshot()["running"][0]["launched"]:
+                break
+            threading.Event().wait(0.01)
+    finally:
+        run.stop()
+        loop.join(timeout=30)
+    assert not loop.is_alive()
+    res = out["result"]
+    _check_accounts(res)
+    assert res.unfinished == ["long"]
+    saved = [c for c in changes if c.kind == "preempted"]
+    assert len(saved) == 1 and saved[0].detail["killed"] is False and saved[0].detail["iterations"] > 0
+    assert ex.closed and not ex.jobs
+
+
+def test_cancel_a_job_before_it_arrives_and_a_running_one():
+    jobs = [JobSpec("a", 0.0, 4, "m", iterations=10**6), JobSpec("b", 5000.0, 1, "m", iterations=10)]
+    changes: list[JobChange] = []
+    run = LiveRun(cluster4x4(), make_policy("fifo"), SimExecutor(CAT), time_scale=1e4, catalog=CAT, jobs=jobs,
+                  on_change=changes.append)
+    out: dict[str, Any] = {}
+    loop = threading.Thread(target=lambda: out.setdefault("result", run.run()))
+    loop.start()
+    try:
+        assert run.cancel("b") is True  # not arrived yet (its arrival is 0.5 s of wall time away)
+        for _ in range(200):
+            if run.snapshot()["running"]:
+                break
+            threading.Event().wait(0.01)
+        assert run.cancel("a") is True
+    finally:
+        loop.join(timeout=30)
+    assert not loop.is_alive()
+    res = out["result"]
+    _check_accounts(res)
+    assert sorted(c["job_id"] for c in res.cancelled) == ["a", "b"] and not res.records and not res.unfinished
+
+
+def test_a_resubmitted_job_resumes_from_its_checkpoint():
+    """Crash recovery: a job submitted with done_iterations resumes there (the twin pays its restart penalty)."""
+    run = LiveRun(cluster4x4(), make_policy("fifo"), SimExecutor(CAT, restart_s=30.0), time_scale=FAST, catalog=CAT)
+    assert run.submit(JobSpec("r", 0.0, 1, "m", iterations=1000), done_iterations=600, attempt=1) is None
+    res = run.run()
+    _check_accounts(res)
+    (r,) = res.records
+    assert r["restart_s"] == pytest.approx(30.0)
+    assert r["run_s"] == pytest.approx(30.0 + 400 * 0.05)  # the 400 iterations left, alone on one GPU

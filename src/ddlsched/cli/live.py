@@ -278,12 +278,13 @@ class _Bar:
         self.last = 0.0
         self.live = err_console.is_terminal
         self.every = 0.5 if self.live else 10.0  # a log gets a line every 10 s
+        self.shown = -1
 
     def update(self, now: float, done: int, total: int) -> None:
         t = time.perf_counter()
-        if t - self.last < self.every and done < total:
+        if (t - self.last < self.every and done < total) or (done == total and self.shown == done):
             return
-        self.last = t
+        self.last, self.shown = t, done
         text = f"{self.name}: {done}/{total} jobs done, run clock {now:.0f} s"
         err_console.print(text, end="\r" if self.live else "\n")
 

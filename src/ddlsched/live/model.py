@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import math
 import time
+from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.engine.decisions import Preempt, Start
-from ddlsched.engine.fluid import FluidJob, FluidModel
+from ddlsched.engine.fluid import FluidJob, FluidModel, _first_two
 from ddlsched.engine.jobview import JobView
 from ddlsched.engine.model import ModelSettings, Requirements
 from ddlsched.engine.run import requirements_of
@@ -49,6 +50,8 @@ from ddlsched.workload.profiles import ModelCatalog, ModelProfile
 
 EXEC = 1
 """Event kind of an executor report on the core's heap (the fluid model's COMPLETE is 0 and never used here)."""
+CMD = 2
+"""Event kind of a command from another thread (cancel, stop), carried out at the run clock's now."""
 POLL_S = 0.02
 """Longest wall wait inside :meth:`LiveModel.hold` before commands from other threads are looked at again."""
 
@@ -93,6 +96,7 @@ class LiveJob(FluidJob):
         self.w_sum = 0.0  # predicted iterations while iterating, and the predicted excess / comm over them
         self.w_het = self.w_spr = self.w_shr = self.w_con = self.w_comm = 0.0
         self.reason = ""
+        self.prior = 0.0  # iterations done before this run (a resubmitted job): not part of its record here
 
     def rate(self) -> float:
         """Seconds per iteration to extrapolate with: the physics' prediction for the job's current placement and
@@ -205,6 +209,8 @@ class LiveModel(FluidModel):
         self.cancelled: list[dict[str, Any]] = []
         self.on_change: Change | None = None
         self.commands: Callable[[], bool] | None = None  # the run's queued commands (returns: anything changed)
+        self.run_command: Callable[[Any], None] | None = None  # carries out a command deferred to its instant
+        self._cmds: dict[int, Any] = {}
         self.lock: Any = None  # the run's state lock, held by the loop except while it waits
         self._mech.update({"lost_workers": 0, "killed_revocations": 0, "deferred_launches": 0, "failures": 0,
                            "cancellations": 0})
@@ -222,8 +228,10 @@ class LiveModel(FluidModel):
         return st
 
     def arrive(self, st: JobState) -> None:
-        super().arrive(st)
         self.arrived += 1
+        if st.status is JobStatus.CANCELLED:
+            return  # cancelled before it arrived (it stays in the core's arrivals: the core's cursor counts it)
+        super().arrive(st)
         self._material = True
         self._emit("arrived", st.job_id, {"num_gpus": st.num_gpus, "model": st.spec.model})
 
@@ -276,7 +284,19 @@ class LiveModel(FluidModel):
     def is_stale(self, kind: int, key: str, version: int) -> bool:
         return False
 
+    def defer(self, command: Any) -> None:
+        """Carry out ``command`` (through ``run_command``) as an event at the run clock's now, so that it happens at
+        the instant it was asked for (the core's now may lag the clock when nothing has happened for a while)."""
+        self._inbox_seq += 1
+        self._cmds[self._inbox_seq] = command
+        self.ctx.push(max(self.clock.now(), self.ctx.now), CMD, "", self._inbox_seq)
+
     def on_event(self, kind: int, key: str, version: int) -> None:
+        if kind == CMD:
+            command = self._cmds.pop(version)
+            if self.run_command is not None:
+                self.run_command(command)
+            return
         ev = self._inbox.pop(version)
         st = self.states.get(ev.job_id)
         if not isinstance(st, LiveJob):
@@ -301,11 +321,11 @@ class LiveModel(FluidModel):
         if k is EventKind.STARTED:
             st.began(now)
         elif k is EventKind.PROGRESS:
-            st.measured(now, ev.iterations)
+            st.measured(now, ev.iterations - st.prior)
             if ev.iter_s is not None and ev.iter_s > 0 and math.isfinite(ev.iter_s):
                 st.meas_iter_s = ev.iter_s
             self._show_measured(st)
-            self._emit("progress", st.job_id, {"iterations": st.done_iters, "iter_s": ev.iter_s})
+            self._emit("progress", st.job_id, {"iterations": st.prior + st.done_iters, "iter_s": ev.iter_s})
         elif k is EventKind.FINISHED:
             self._complete(st, now)
         elif k is EventKind.FAILED:
@@ -342,7 +362,7 @@ class LiveModel(FluidModel):
         st.status = JobStatus.FAILED
         st.reason = reason
         self.failed.append({"job_id": st.job_id, "num_gpus": st.num_gpus, "time_s": now, "reason": reason,
-                            "iterations": st.done_iters, "attempts": st.attempt})
+                            "iterations": st.prior + st.done_iters, "attempts": st.attempt})
         self._mech["failures"] += 1
         self._material = True
         self._emit("failed", st.job_id, {"reason": reason})
@@ -352,13 +372,13 @@ class LiveModel(FluidModel):
         rate = st.rate()
         self._release(st, now)
         st.gpus = ()
-        lost = st.lose(ev.iterations, rate)
+        lost = st.lose(ev.iterations - st.prior, rate)
         st.preemptions += 1
         st.started = st.launched = False
         self._mech["lost_workers"] += 1
         self._enqueue(st, now, in_order=False)
         self._material = True
-        self._emit("lost", st.job_id, {"iterations": st.done_iters, "lost_iterations": lost,
+        self._emit("lost", st.job_id, {"iterations": st.prior + st.done_iters, "lost_iterations": lost,
                                        "reason": ev.reason})
 
     def _checkpointed(self, st: LiveJob, ev: ExecEvent, now: float) -> None:
@@ -367,16 +387,34 @@ class LiveModel(FluidModel):
         self._undrain(st)
         if st.status is JobStatus.RUNNING:
             st.sync(now)  # restarted meanwhile (deferred): waiting for this checkpoint
+        queued = st.status is JobStatus.PENDING
+        if queued:  # its iterations change while it is queued: out of the sorted indexes, and back in after
+            self._unindex(st)
         killed = ev.killed or ev.kind is EventKind.LOST
         if killed:  # work since its last checkpoint is lost (valued at the extrapolated progress at the revoke)
             st.done_iters = st.revoked_iters
-            lost = st.lose(ev.iterations, st.lost_rate)
+            lost = st.lose(ev.iterations - st.prior, st.lost_rate)
             self._mech["killed_revocations"] += 1
         else:  # it saved its state at the lease's end: nothing lost (the count corrects the extrapolation)
             lost = 0.0
-            st.done_iters = min(max(ev.iterations, 0.0), st.work)
-        self._emit("preempted", st.job_id, {"iterations": st.done_iters, "killed": killed, "lost_iterations": lost})
+            st.done_iters = min(max(ev.iterations - st.prior, 0.0), st.work)
+        if queued:
+            self._reindex(st)
+        self._emit("preempted", st.job_id, {"iterations": st.prior + st.done_iters, "killed": killed,
+                                            "lost_iterations": lost})
         self._launch_ready(now)
+
+    def _unindex(self, st: LiveJob) -> None:
+        """Take a queued job out of the policies' sorted indexes (``pending_sorted``: keys are static while a job is
+        queued in a simulation; here a checkpoint's count may change its remaining work)."""
+        view = st.view
+        for key, idx in self._indexes.items():
+            del idx[bisect_left(idx, (key(view), view.seq), key=_first_two)]
+
+    def _reindex(self, st: LiveJob) -> None:
+        view = st.view
+        for key, idx in self._indexes.items():
+            insort(idx, (key(view), view.seq, view), key=_first_two)
 
     def _undrain(self, st: LiveJob) -> None:
         for g in self._draining_jobs.pop(st.job_id, ()):
@@ -433,9 +471,10 @@ class LiveModel(FluidModel):
         gpu_server = self._gpu_server
         launch = Launch(job_id=st.job_id, attempt=st.attempt, spec=st.spec, gpus=st.gpus,
                         servers=tuple(names[gpu_server[g]] for g in st.gpus),
-                        iterations=max(1, round(st.work)), ideal_iter_s=st.ideal_iter_s,
+                        iterations=max(1, round(st.prior + st.work)), ideal_iter_s=st.ideal_iter_s,
                         predicted_iter_s=(p.compute_s + p.comm_s) if p is not None else math.nan,
-                        options={"work": st.work, "resume_iterations": st.done_iters, "profile": st.profile})
+                        options={"work": st.prior + st.work, "resume_iterations": st.prior + st.done_iters,
+                                 "profile": st.profile})
         self._call(self.executor.launch, now, launch)
         mark = self._finish_mark
         if mark is not None:
@@ -444,7 +483,7 @@ class LiveModel(FluidModel):
             self.latency_s.append(max(0.0, wall - mark[1]))
             self._finish_mark = None
         self._emit("started", st.job_id, {"gpus": list(st.gpus), "attempt": st.attempt,
-                                          "iterations": st.done_iters})
+                                          "iterations": st.prior + st.done_iters})
 
     def _call(self, fn: Callable[..., Any], now: float, *args: Any) -> Any:
         clock = self.clock
@@ -489,7 +528,8 @@ class LiveModel(FluidModel):
             self._call(self.executor.revoke, now, st.job_id, self.grace_s)
         else:
             self._deferred.pop(st.job_id, None)  # never reached the executor: nothing to revoke
-            self._emit("preempted", st.job_id, {"iterations": st.done_iters, "killed": False, "lost_iterations": 0.0})
+            self._emit("preempted", st.job_id, {"iterations": st.prior + st.done_iters, "killed": False,
+                                                "lost_iterations": 0.0})
         self._enqueue(st, now, in_order=False)
         if self._audit:
             self.ctx.audit("preempt", st.job_id, st.done_iters)
@@ -543,10 +583,10 @@ class LiveModel(FluidModel):
             self._launch_ready(now)
         st.status = JobStatus.CANCELLED
         self.cancelled.append({"job_id": job_id, "num_gpus": st.num_gpus, "time_s": now,
-                               "iterations": st.done_iters})
+                               "iterations": st.prior + st.done_iters})
         self._mech["cancellations"] += 1
         self._material = True
-        self._emit("cancelled", job_id, {"iterations": st.done_iters})
+        self._emit("cancelled", job_id, {"iterations": st.prior + st.done_iters})
         return True
 
     def stop(self, deadline_wall_s: float) -> None:
@@ -581,7 +621,7 @@ class LiveModel(FluidModel):
         core: Any = self.ctx
         core.heap.clear()  # the core's own list: nothing more happens in this run
         arrivals = core.arrivals
-        self.never_arrived = [s.job_id for s in arrivals[self.arrived:]]
+        self.never_arrived = [s.job_id for s in arrivals[self.arrived:] if s.status is not JobStatus.CANCELLED]
         del arrivals[self.arrived:]
         self._finalised = True
         return True
@@ -615,4 +655,4 @@ def build_live_model(cluster: Cluster, policy: Any, executor: Executor, clock: L
     return LiveModel(cluster, catalog, req, settings, executor=executor, clock=clock, grace_s=grace_s, serve=serve)
 
 
-__all__ = ["EXEC", "LiveJob", "LiveModel", "LiveView", "build_live_model", "refusal", "server_name"]
+__all__ = ["CMD", "EXEC", "LiveJob", "LiveModel", "LiveView", "build_live_model", "refusal", "server_name"]

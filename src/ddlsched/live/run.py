@@ -140,6 +140,8 @@ class LiveRun:
         model = self.model
         model.lock = self._lock
         model.commands = self._drain
+        model.run_command = self._run_deferred
+        self._inflight: list[_Command] = []
         model.on_change = self._changed
 
     # ------------------------------------------------------------------ thread-safe entry points
@@ -242,22 +244,35 @@ class LiveRun:
         return cmd.result
 
     def _drain(self) -> bool:
-        """Carry out the queued commands (called by the model in the loop, the lock held)."""
+        """Take the queued commands (called by the model in the loop, the lock held): a submission is carried out
+        now (its arrival is the clock's now); a cancel or stop becomes an event at the clock's now."""
         changed = False
         while self._commands:
             cmd = self._commands.popleft()
-            try:
-                cmd.result = self._do(cmd.kind, cmd.args)
-            finally:
-                cmd.done.set()
             changed = True
+            if cmd.kind == "submit":
+                try:
+                    cmd.result = self._do(cmd.kind, cmd.args)
+                finally:
+                    cmd.done.set()
+            else:
+                self._inflight.append(cmd)
+                self.model.defer(cmd)
         return changed
 
+    def _run_deferred(self, cmd: _Command) -> None:
+        try:
+            cmd.result = self._do(cmd.kind, cmd.args)
+        finally:
+            self._inflight.remove(cmd)
+            cmd.done.set()
+
     def _answer_leftovers(self) -> None:
-        while self._commands:
-            cmd = self._commands.popleft()
+        for cmd in [*self._commands, *self._inflight]:
             cmd.result = "the run is over" if cmd.kind == "submit" else False
             cmd.done.set()
+        self._commands.clear()
+        self._inflight.clear()
 
     def _do(self, kind: str, args: tuple[Any, ...]) -> Any:
         if kind == "submit":
@@ -285,8 +300,9 @@ class LiveRun:
             self._changed(arrival, spec.job_id, "rejected", {"reason": reason})
             return reason
         assert isinstance(st, LiveJob)
-        if done_iterations > 0:
-            st.done_iters = min(float(done_iterations), st.work)
+        if done_iterations > 0:  # its record here covers the iterations left (executors see absolute counts)
+            st.prior = min(float(done_iterations), st.work)
+            st.work -= st.prior
             st.attempt = max(0, int(attempt))
             st.preemptions = max(st.preemptions, 1 if attempt > 0 else 0)
         return None
@@ -297,11 +313,10 @@ class LiveRun:
         if not isinstance(st, LiveJob):
             return False
         if st.status is JobStatus.PENDING and job_id not in model.pending:  # submitted, not arrived yet
-            core.arrivals.remove(st)
-            st.status = JobStatus.CANCELLED
+            st.status = JobStatus.CANCELLED  # the model drops it when it arrives
             model.cancelled.append({"job_id": job_id, "num_gpus": st.num_gpus, "time_s": core.now,
-                                    "iterations": st.done_iters})
-            self._changed(core.now, job_id, "cancelled", {"iterations": st.done_iters})
+                                    "iterations": st.prior + st.done_iters})
+            self._changed(core.now, job_id, "cancelled", {"iterations": st.prior + st.done_iters})
             return True
         return model.cancel(job_id)
 
@@ -314,19 +329,25 @@ class LiveRun:
     def _snapshot(self) -> dict[str, Any]:
         model, core = self.model, self.core
         states = model.states
-        pending = [{"job_id": v.job_id, "num_gpus": v.num_gpus, "iterations": states[v.job_id].done_iters,
-                    "total_iterations": states[v.job_id].work} for v in model.pending_views()]
+        pending = []
+        for v in model.pending_views():
+            s = states[v.job_id]
+            assert isinstance(s, LiveJob)
+            pending.append({"job_id": v.job_id, "num_gpus": v.num_gpus, "iterations": s.prior + s.done_iters,
+                            "total_iterations": s.prior + s.work})
         running = []
         for st in model.running.values():
             assert isinstance(st, LiveJob)
             running.append({"job_id": st.job_id, "num_gpus": st.num_gpus, "gpus": list(st.gpus),
-                            "iterations": st.done_iters, "total_iterations": st.work, "attempt": st.attempt,
+                            "iterations": st.prior + st.done_iters, "total_iterations": st.prior + st.work,
+                            "attempt": st.attempt,
                             "launched": st.launched, "started": st.started})
         return {"now": self.clock.now(), "state": self._state, "pending": pending, "running": running,
                 "counts": {"submitted": self.submitted, "completed": len(core.records),
                            "rejected": len(core.rejected), "failed": len(model.failed),
                            "cancelled": len(model.cancelled), "pending": len(pending), "running": len(running),
-                           "not_arrived": len(core.arrivals) - model.arrived}}
+                           "not_arrived": sum(1 for st in core.arrivals[model.arrived:]
+                                              if st.status is not JobStatus.CANCELLED)}}
 
 
 __all__ = ["JobChange", "LiveResult", "LiveRun", "latency_stats"]
