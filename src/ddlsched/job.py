@@ -146,6 +146,8 @@ class Job:
         import torch
 
         flag = torch.tensor([1 if mine else 0], dtype=torch.int32)
+        if self._dist.get_backend() == "nccl":  # NCCL reduces GPU tensors only
+            flag = flag.cuda()
         self._dist.all_reduce(flag, op=self._dist.ReduceOp.MAX)
         return bool(flag.item())
 
