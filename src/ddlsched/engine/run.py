@@ -96,7 +96,11 @@ def run_simulation(cluster: Cluster, jobs: Sequence[JobSpec], policy: Any, confi
     policy.reset()
     core = Core(jobs, policy, model, record_timeseries=config.record_timeseries, audit=config.audit,
                 progress=progress, skipped=skipped)
-    return _run_frozen(core)
+    result = _run_frozen(core)
+    notes = getattr(policy, "run_notes", None)
+    if notes is not None:
+        result.notes.extend(notes())
+    return result
 
 
 def _run_frozen(core: Core) -> SimResult:

@@ -30,7 +30,7 @@ class SchedHomo(Policy):
     name = "sched-homo"
     family = "chen2024"
     description = "Sched_Homo (Hare's baseline): weighted Smith's rule assuming identical GPUs, relaxed sync"
-    requirements = Requirements(model="rounds", preemptive=True, gang=False)
+    requirements = Requirements(model="rounds", preemptive=True, gang=False, clairvoyant=True)
 
     def reset(self) -> None:
         self._started: set[str] = set()

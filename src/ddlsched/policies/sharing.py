@@ -108,7 +108,7 @@ class SharingSJF(Policy):
 
     description = "SJF with GPU sharing"
     family = "gpu-sharing"
-    requirements = Requirements(jobs_per_gpu=2)
+    requirements = Requirements(jobs_per_gpu=2, clairvoyant=True)
     mode = "bsbf"
     default_consolidated = False
 
@@ -259,6 +259,8 @@ class TailPreemptive(OrderedPolicy):
     def __init__(self, ordering: Ordering, *, min_remaining_iters: float = 100.0, name: str) -> None:
         super().__init__(ordering, YarnPlacement(), backfill=True, name=name)
         self.min_remaining_iters = min_remaining_iters
+        # the victim rule reads remaining iterations, whatever the order
+        self.requirements = Requirements(preemptive=ordering.preemptive, clairvoyant=True)
 
     def may_preempt(self, job: JobView) -> bool:
         return job.remaining_iters > self.min_remaining_iters
