@@ -175,6 +175,7 @@ class HindsightOrdering(Ordering):
         self.hysteresis, self.max_preemptions = hysteresis, max_preemptions
         self.starvation_factor, self.starve_after_s = starvation_factor, starve_after_s
         self.predictor, self.oracle = predictor, oracle
+        self._edges = [base_gpu_s * _STEP ** i for i in range(400)]  # half-octaves: beyond any real job
         self._cache: dict[str, tuple[int, float, tuple[Any, ...]]] = {}
         self._keys: dict[str, list[GroupKey]] = {}
         self._boost: dict[str, float] = {}  # promoted job -> attained GPU-s until which it keeps class 0
@@ -202,15 +203,10 @@ class HindsightOrdering(Ordering):
 
     # ------------------------------------------------------------ classes
     def _level(self, a: float) -> tuple[int, float, float]:
-        """(grid level, its lower edge, the next edge) of attained service ``a``."""
-        if a < self.base:
-            return 0, 0.0, self.base
-        k = 1 + int(math.log(a / self.base, _STEP) + _TOL)
-        lo = self.base * _STEP ** (k - 1)
-        if lo > a + _TOL:  # float rounding at an edge
-            k -= 1
-            lo = self.base * _STEP ** (k - 1) if k else 0.0
-        return k, lo, self.base * _STEP ** k
+        """(grid level, its lower edge, the next edge) of attained service ``a`` (the next edge lies beyond
+        ``a + _TOL``, so the time to reach it is positive)."""
+        k = bisect_right(self._edges, a + _TOL)
+        return k, self._edges[k - 1] if k else 0.0, self._edges[k]
 
     def _class_of_size(self, size: float) -> int:
         if size < self.base:
@@ -257,6 +253,8 @@ class HindsightOrdering(Ordering):
                 until = math.inf
             else:
                 until = promote_at
+        if until <= now:  # float rounding: never due again at the same instant
+            until = now + _TOL
         self._cache[jid] = (q, until, token)
         return q, until
 
