@@ -312,8 +312,8 @@ class Hindsight(OrderedPolicy):
     requirements = Requirements(preemptive=True)
 
     def __init__(self, base_gpu_s: PositiveFloat = 600.0, num_classes: PositiveInt = 16,
-                 hysteresis: PositiveInt = 2, max_preemptions: NonNegativeInt = 8,
-                 starvation_factor: PositiveFloat = 2.0, starve_after_s: NonNegativeFloat = 6 * 3600.0,
+                 hysteresis: PositiveInt = 2, max_preemptions: NonNegativeInt = 32,
+                 starvation_factor: PositiveFloat = 4.0, starve_after_s: NonNegativeFloat = 86400.0,
                  window: PositiveInt = 400, min_samples: PositiveInt = 8, use_user: bool = True,
                  use_model: bool = True, oracle: bool = False) -> None:
         for label, v in (("base_gpu_s", base_gpu_s), ("starvation_factor", starvation_factor),
