@@ -237,6 +237,7 @@ class Hlas(_TaskPolicy):
 
     name = "hlas"
     description = "Hare online HLAS: hetero-normalised LAS queues, starvation guard, hetero tie-break, relaxed sync"
+    paper_scale_jobs = 1_850  # measured (issue 30): jobs done in the first minute, docs/policies/README.md
 
     def __init__(self, thresholds: Sequence[PositiveFloat] = (3600.0, 36000.0),
                  starvation_factor: NonNegativeFloat = 2.0, tie_break: Literal["hetero", "fifo"] = "hetero",
@@ -275,6 +276,7 @@ class HareNaiveSwitch(Hlas):
 
     name = "hare-naive-switch"
     description = "Ablation: HLAS with a naive runtime's task-switching cost (switch_s=3 s)"
+    paper_scale_jobs = None  # not measured
 
     def __init__(self, thresholds: Sequence[PositiveFloat] = (3600.0, 36000.0),
                  starvation_factor: NonNegativeFloat = 2.0, tie_break: Literal["hetero", "fifo"] = "hetero",
@@ -288,6 +290,7 @@ class HareGang(Hlas):
 
     name = "hare-gang"
     description = "Ablation: HLAS order with gang rounds (no relaxed sync)"
+    paper_scale_jobs = None  # not measured
     gang = True
 
     def schedule(self, view: HareView) -> list[Any]:
