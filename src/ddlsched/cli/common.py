@@ -278,6 +278,9 @@ def run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, workl
     summary = write_run(result, out, parquet=kw["parquet"],
                         extra={"trace": str(kw["trace_path"]), "load_scale": kw["load_scale"]},
                         window=measurement_window(kw))
+    if not kw["quiet"]:
+        for note in result.notes:  # the engine's and the policy's (Policy.run_notes: a mechanism it disabled)
+            err_console.print(f"note: {note}")
     if result.rejected:
         err_console.print(f"[yellow]warning:[/] {len(result.rejected)} job(s) rejected as impossible on "
                           f"{cluster.name} (see {(shown_as or out) / 'rejected.csv'}); "
