@@ -214,8 +214,8 @@ def markdown(rows: list[dict[str, Any]], command: str) -> str:
     cells: dict[tuple[str, str, float], list[dict[str, Any]]] = {}
     for r in rows:
         cells.setdefault((r["slice"], r["cluster"], r["load"]), []).append(r)
-    summary = ["| cell | hindsight rank | target | predictor median rel. error | hindsight-oracle avg JCT h |",
-               "|---|---|---|---|---|"]
+    summary = ["| cell | hindsight rank | target | predictor median rel. error | hindsight-oracle avg JCT h | "
+               "p99 JCT vs Tiresias | max slowdown (Tiresias) |", "|---|---|---|---|---|---|---|"]
     for (sl, cl, load), rs in cells.items():
         ours = next((r for r in rs if r["policy"] == OURS), None)
         oracle = next((r for r in rs if r["policy"] == "hindsight-oracle"), None)
@@ -225,6 +225,9 @@ def markdown(rows: list[dict[str, Any]], command: str) -> str:
                            f"{ours['target'] or '-'} | {err:.2f} |" if isinstance(err, float) else
                            f"| {sl} / {cl} / {load} | {ours['rank']} | {ours['target'] or '-'} | - |")
             summary[-1] += f" {_h(oracle['avg_jct_s']) if oracle else '-'} |"
+            las = next((r for r in rs if r["policy"] == "tiresias+consolidated" and r["rank"] != ""), None)
+            summary[-1] += (f" {ours['p99_jct_s'] / las['p99_jct_s'] - 1:+.1%} | {ours['max_slowdown']:.1f} "
+                            f"({las['max_slowdown']:.1f}) |" if las and ours["rank"] != "" else " - | - |")
     out += ["## Targets cell by cell", "", *summary, ""]
     for (sl, cl, load), rs in cells.items():
         out += [f"## {sl} on {cl}, offered load {load}", "",
