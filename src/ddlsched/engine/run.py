@@ -96,11 +96,7 @@ def run_simulation(cluster: Cluster, jobs: Sequence[JobSpec], policy: Any, confi
     policy.reset()
     core = Core(jobs, policy, model, record_timeseries=config.record_timeseries, audit=config.audit,
                 progress=progress, skipped=skipped)
-    result = _run_frozen(core)
-    notes = getattr(policy, "run_notes", None)
-    if notes is not None:
-        result.notes.extend(notes())
-    return result
+    return _run_frozen(core)
 
 
 def _run_frozen(core: Core) -> SimResult:
@@ -114,7 +110,11 @@ def _run_frozen(core: Core) -> SimResult:
     if frozen_here:
         gc.freeze()
     try:
-        return core.run()
+        result = core.run()
+        notes = getattr(core.policy, "run_notes", None)  # Policy.run_notes: e.g. a mechanism the policy disabled
+        if notes is not None:
+            result.notes.extend(notes())
+        return result
     finally:
         core.release()  # freed by reference counting now, not left to the next full collection
         if frozen_here:
