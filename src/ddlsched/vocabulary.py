@@ -144,6 +144,11 @@ MECHANISMS: dict[str, str] = {
     "relaxation_greedy": "hare-alg1: relaxations filled by the greedy Smith's-rule fallback (no highspy)",
     "matchings": "allox: min-cost job-to-GPU matchings solved",
     "tuner_replays": "delay scheduling, search tuner: replays simulated to score candidate timers",
+    "predicted_jobs": "hindsight: finished jobs that had a size prediction at their first start (a group with enough "
+                      "finished jobs)",
+    "predictor_median_rel_error": "hindsight: median over predicted_jobs of |predicted − actual| / actual GPU-time "
+                                  "(the prediction: its group's median at the job's first start)",
+    "starvation_promotions": "hindsight: queued jobs promoted to the first class by the starvation guard",
 }
 
 REPRODUCTION_METRICS: dict[str, str] = {
