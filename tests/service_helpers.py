@@ -1,0 +1,130 @@
+"""Shared pieces of the service tests: tokens, an in-process service over the fake loop, free ports, a served
+subprocess that is always killed."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from service_fake import FakeLoop
+
+REPO = Path(__file__).resolve().parents[1]
+ADMIN = "admin-token-0123456789"
+ALICE = "alice-token-0123456789"
+BOB = "bob-token-0123456789abc"
+
+
+def tokens_file(tmp: Path) -> Path:
+    p = tmp / "tokens.yaml"
+    p.write_text(f"admin: {ADMIN}\ntenants:\n  alice: {ALICE}\n  bob: {BOB}\n")
+    p.chmod(0o600)
+    return p
+
+
+def auth(tok: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {tok}"}
+
+
+@contextmanager
+def fake_service(tmp: Path, *, cluster: str = "wang2020", ms_per_iter: float = 1.0, **store_kw: Any) -> Iterator[Any]:
+    """(client, store, scheduler) of an in-process service whose loop is :class:`FakeLoop`."""
+    from fastapi.testclient import TestClient
+
+    from ddlsched.api import load_cluster
+    from ddlsched.engine.run import default_catalog
+    from ddlsched.policies.registry import make_policy
+    from ddlsched.service.app import Settings, create_app
+    from ddlsched.service.auth import load_tokens
+    from ddlsched.service.scheduler import Scheduler
+    from ddlsched.service.store import JobStore
+
+    cl = load_cluster(cluster)
+    store = JobStore(str(tmp / "jobs.db"), **store_kw)
+    sched = Scheduler(store, cl, make_policy("fifo"), lambda pol, cb: FakeLoop(cl.num_gpus, cb, ms_per_iter),
+                      catalog=default_catalog(), policy_name="fifo")
+    try:
+        sched.start()
+        toks, _ = load_tokens(tokens_file(tmp), env={})
+        with TestClient(create_app(store, sched, Settings(toks))) as client:
+            yield client, store, sched
+    finally:
+        sched.stop()
+        store.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def job(name: str = "j", **kw: Any) -> dict[str, Any]:
+    return {"name": name, "gpus": 1, "model": "resnet50", "iterations": 100, **kw}
+
+
+def wait_for(pred: Any, timeout_s: float = 20.0, every_s: float = 0.02) -> Any:
+    end = time.monotonic() + timeout_s
+    while True:
+        got = pred()
+        if got:
+            return got
+        if time.monotonic() > end:
+            raise AssertionError("timed out waiting")
+        time.sleep(every_s)
+
+
+class Served:
+    """``ddlsched serve`` in a subprocess (own process group); :meth:`kill` sends SIGKILL."""
+
+    def __init__(self, tmp: Path, db: Path, *, args: tuple[str, ...] = (), env: dict[str, str] | None = None) -> None:
+        self.log = (tmp / f"serve-{time.monotonic_ns()}.log").open("w+")
+        cmd = [sys.executable, "-m", "ddlsched", "serve", "--cluster", "wang2020", "--policy", "fifo",
+               "--db", str(db), "--port", "0", "--tokens", str(tokens_file(tmp)), *args]
+        e = {**os.environ, "PYTHONPATH": str(REPO / "src"), **(env or {})}
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=e, start_new_session=True)
+        self.url = self._wait_ready()
+
+    def _wait_ready(self, timeout_s: float = 30.0) -> str:
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            self.log.seek(0)
+            m = re.search(r"listening on (http://127\.0\.0\.1:\d+)", self.log.read())
+            if m:
+                url = m.group(1)
+                try:
+                    if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+                        return url
+                except httpx.HTTPError:
+                    pass
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.log.seek(0)
+        self.kill()
+        raise AssertionError(f"ddlsched serve did not start (rc {self.proc.returncode}):\n{self.log.read()[-3000:]}")
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def close(self) -> None:
+        try:
+            self.kill()
+        finally:
+            self.log.close()
