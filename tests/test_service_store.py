@@ -127,7 +127,7 @@ def test_full_database_refuses_whole_writes_only(tmp_path: Path) -> None:
     try:
         n = 0
         with pytest.raises(StoreFull):
-            for n in range(10_000):  # noqa: B007 - n read after the loop
+            for n in range(10_000):
                 s.submit(row(n, name="x" * 150))
         assert n > 10
         assert s.get(f"j{n}") is None and s.events(f"j{n}") == []
