@@ -128,3 +128,31 @@ class Served:
             self.kill()
         finally:
             self.log.close()
+
+
+@contextmanager
+def threaded_server(app: Any) -> Iterator[str]:
+    """Serve an ASGI app with uvicorn in a thread on a free 127.0.0.1 port; stopped on exit."""
+    import threading
+
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+    t = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    t.start()
+    try:
+        wait_for(lambda: server.started, 10)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        t.join(10)
+        sock.close()
+
+
+@contextmanager
+def fake_http_service(tmp: Path, **kw: Any) -> Iterator[tuple[str, Any, Any]]:
+    """(url, store, scheduler) of the fake-loop service behind a real HTTP server."""
+    with fake_service(tmp, **kw) as (client, store, sched), threaded_server(client.app) as url:
+        yield url, store, sched
