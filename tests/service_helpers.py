@@ -89,7 +89,7 @@ class Served:
 
     def __init__(self, tmp: Path, db: Path, *, args: tuple[str, ...] = (), env: dict[str, str] | None = None) -> None:
         self.log = (tmp / f"serve-{time.monotonic_ns()}.log").open("w+")
-        cmd = [sys.executable, "-m", "ddlsched", "serve", "--cluster", "wang2020", "--policy", "fifo",
+        cmd = [sys.executable, "-m", "ddlsched.cli", "serve", "--cluster", "wang2020", "--policy", "fifo",
                "--db", str(db), "--port", "0", "--tokens", str(tokens_file(tmp)), *args]
         e = {**os.environ, "PYTHONPATH": str(REPO / "src"), **(env or {})}
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=e, start_new_session=True)

@@ -16,7 +16,7 @@ CHROMIUM = "/usr/bin/chromium"
 DRIVER = "/usr/bin/chromedriver"
 
 
-def _driver(tmp: Path):  # noqa: ANN202 - selenium's type
+def _driver(tmp: Path):
     webdriver = pytest.importorskip("selenium.webdriver")
     if not (Path(CHROMIUM).exists() or shutil.which("chromium")) or not Path(DRIVER).exists():
         pytest.skip("needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
@@ -30,6 +30,7 @@ def _driver(tmp: Path):  # noqa: ANN202 - selenium's type
     return webdriver.Chrome(service=Service(DRIVER), options=opts)
 
 
+@pytest.mark.slow
 def test_dashboard_shows_a_job_appear_run_and_finish(tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
