@@ -11,6 +11,7 @@ Targets (issue 29): ≥ 500 submissions/s, API p99 ≤ 50 ms, all completed and 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -169,7 +170,7 @@ def run(proc: subprocess.Popen[bytes], url: str, bodies: list[dict[str, Any]], a
         return 1000 * lat[min(len(lat) - 1, int(q * len(lat)))]
 
     # scheduling-pass latency over the sampling intervals that began with >= 5,000 jobs pending
-    busy = [(a, b) for a, b in zip(samples, samples[1:], strict=False) if a[1] >= 5000]
+    busy = [(a, b) for a, b in itertools.pairwise(samples) if a[1] >= 5000]
     n_pass = sum(b[3] - a[3] for a, b in busy)
     s_pass = sum(b[2] - a[2] for a, b in busy)
     p99_le = None
