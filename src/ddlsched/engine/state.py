@@ -20,6 +20,8 @@ class JobStatus(Enum):
     RUNNING = "running"
     DONE = "done"
     REJECTED = "rejected"
+    FAILED = "failed"  # live runs only: the job's code failed (ddlsched.live)
+    CANCELLED = "cancelled"  # live runs only: cancelled by its submitter
 
 
 @dataclass(slots=True, eq=False)
