@@ -3,6 +3,7 @@ subprocess that is always killed."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -11,7 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -84,16 +85,55 @@ def wait_for(pred: Any, timeout_s: float = 20.0, every_s: float = 0.02) -> Any:
         time.sleep(every_s)
 
 
+class Zygote:
+    """tests/service_zygote.py as a subprocess: forks ``ddlsched serve`` children on request (see there)."""
+
+    def __init__(self) -> None:
+        e = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO / "tests")])}
+        self.proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "service_zygote.py")], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=e, start_new_session=True)
+        assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "ready"
+
+    def spawn(self, log: Path, args: list[str]) -> int:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps({"log": str(log), "args": args}) + "\n")
+        self.proc.stdin.flush()
+        return int(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+
 class Served:
     """``ddlsched serve`` in a subprocess (own process group); :meth:`kill` sends SIGKILL."""
 
-    def __init__(self, tmp: Path, db: Path, *, args: tuple[str, ...] = (), env: dict[str, str] | None = None) -> None:
-        self.log = (tmp / f"serve-{time.monotonic_ns()}.log").open("w+")
-        cmd = [sys.executable, "-m", "ddlsched.cli", "serve", "--cluster", "wang2020", "--policy", "fifo",
-               "--db", str(db), "--port", "0", "--tokens", str(tokens_file(tmp)), *args]
-        e = {**os.environ, "PYTHONPATH": str(REPO / "src"), **(env or {})}
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=e, start_new_session=True)
+    def __init__(self, tmp: Path, db: Path, *, args: tuple[str, ...] = (), env: dict[str, str] | None = None,
+                 zygote: Zygote | None = None) -> None:
+        path = tmp / f"serve-{time.monotonic_ns()}.log"
+        self.log = path.open("w+")
+        cmd = ["serve", "--cluster", "wang2020", "--policy", "fifo", "--db", str(db), "--port", "0",
+               "--tokens", str(tokens_file(tmp)), *args]
+        self.pid: int
+        self.proc: subprocess.Popen[bytes] | None = None
+        if zygote is not None:
+            self.pid = zygote.spawn(path, cmd)
+        else:
+            e = {**os.environ, "PYTHONPATH": str(REPO / "src"), **(env or {})}
+            self.proc = subprocess.Popen([sys.executable, "-m", "ddlsched.cli", *cmd], stdout=self.log,
+                                         stderr=subprocess.STDOUT, env=e, start_new_session=True)
+            self.pid = self.proc.pid
         self.url = self._wait_ready()
+
+    def alive(self) -> bool:
+        if self.proc is not None:
+            return self.proc.poll() is None
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
 
     def _wait_ready(self, timeout_s: float = 30.0) -> str:
         end = time.monotonic() + timeout_s
@@ -107,21 +147,26 @@ class Served:
                         return url
                 except httpx.HTTPError:
                     pass
-            if self.proc.poll() is not None:
+            if not self.alive():
                 break
             time.sleep(0.05)
         self.log.seek(0)
         self.kill()
-        raise AssertionError(f"ddlsched serve did not start (rc {self.proc.returncode}):\n{self.log.read()[-3000:]}")
+        raise AssertionError(f"ddlsched serve did not start:\n{self.log.read()[-3000:]}")
 
     def output(self) -> str:
         self.log.seek(0)
         return self.log.read()
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
+        """SIGKILL the service's process group and wait until it is gone (its database lock with it)."""
+        if self.alive():
+            with suppress(ProcessLookupError):
+                os.killpg(self.pid, signal.SIGKILL)
+        if self.proc is not None:
+            self.proc.wait(10)
+        else:
+            wait_for(lambda: not self.alive(), 10, 0.01)
 
     def close(self) -> None:
         try:

@@ -60,7 +60,7 @@ def live_run_factory(cluster: Cluster, executor: str, *, time_scale: float, cata
         if executor == "sim":
             from ddlsched.live.sim_executor import SimExecutor
 
-            ex = SimExecutor(**(options or {}))
+            ex = SimExecutor(catalog, **(options or {}))
         else:
             from ddlsched.live.ray_executor import RayExecutor
 
