@@ -12,6 +12,7 @@ from rich.markup import escape
 from ddlsched.cli.catalog import policies_cmd, reproduce
 from ddlsched.cli.common import err_console
 from ddlsched.cli.job import job
+from ddlsched.cli.live import live
 from ddlsched.cli.native import native
 from ddlsched.cli.report import report
 from ddlsched.cli.run import compare, simulate
@@ -34,6 +35,7 @@ EXTRAS = {"matplotlib": "plots", "pyarrow": "parquet", "ray": "ray", "torch": "t
 
 for _cmd in (simulate, compare, policies_cmd, reproduce, traces, sweep, report, testbed, native):
     cli.add_command(_cmd)
+cli.add_command(live)
 for _cmd in (serve, job):  # the service and its client (docs/service.md)
     cli.add_command(_cmd)
 
