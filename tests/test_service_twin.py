@@ -32,6 +32,7 @@ def _trace(seed: int, n: int) -> list[Any]:
     return jobs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["fifo", "srtf"])
 def test_twin_through_the_api_equals_simulate(tmp_path: Path, policy: str) -> None:
     from fastapi.testclient import TestClient
@@ -84,4 +85,4 @@ def test_twin_through_the_api_equals_simulate(tmp_path: Path, policy: str) -> No
     shift = [got[j.job_id]["arrival_s"] - (j.arrival_s - jobs[0].arrival_s) for j in jobs]
     offset = min(shift)
     assert all(s - offset >= -1e-6 for s in shift)
-    assert max(s - offset for s in shift) < 1.0 * SCALE  # under a second of wall time on a loaded machine
+    assert max(s - offset for s in shift) < 5.0 * SCALE  # a few wall seconds at most, on a loaded machine
