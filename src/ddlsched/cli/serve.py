@@ -38,6 +38,8 @@ def bind(host: str, port: int) -> socket.socket:
                                           "(postgresql+psycopg://…).")
 @click.option("--executor", type=click.Choice(["sim", "ray"]), default="sim", show_default=True,
               help="sim: the digital twin (the simulator's physics in scaled wall time); ray: real jobs on Ray.")
+@click.option("--executor-opt", multiple=True, metavar="KEY=VALUE",
+              help="Executor option (JSON values), e.g. address=auto for Ray, report_every_s=30 for sim.")
 @click.option("--time-scale", type=finite_float(0, min_open=True), default=1.0, show_default=True,
               help="Run seconds per wall second (sim executor).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
@@ -49,7 +51,8 @@ def bind(host: str, port: int) -> socket.socket:
 @click.option("--max-body", type=click.IntRange(1024, 16 << 20), default=64 * 1024, show_default=True,
               help="Largest request body in bytes.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Cluster seed.")
-def serve(cluster: str, policy: str, policy_param: tuple[str, ...], db: str, executor: str, time_scale: float,
+def serve(cluster: str, policy: str, policy_param: tuple[str, ...], db: str, executor: str,
+          executor_opt: tuple[str, ...], time_scale: float,
           host: str, port: int, tokens: str | None, allow_entrypoints: bool, max_body: int, seed: int) -> None:
     """Run the scheduler as a service: an HTTP API (OpenAPI at /docs), a job store that survives crashes, a
     dashboard at /."""
@@ -70,7 +73,8 @@ def serve(cluster: str, policy: str, policy_param: tuple[str, ...], db: str, exe
     cl = load_cluster(cluster, seed=seed)
     pol = make_policy(policy, params)
     catalog = default_catalog()
-    factory = live_run_factory(cl, executor, time_scale=time_scale, catalog=catalog)
+    factory = live_run_factory(cl, executor, time_scale=time_scale, catalog=catalog,
+                               options=parse_kv(executor_opt, "executor-opt"))
     sock = bind(host, port)
     store = open_store(db)
     sched: Any = None

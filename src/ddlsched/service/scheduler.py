@@ -10,11 +10,16 @@ the API accepts anything: a queued job as it was; a running one from the iterati
 preemption's or a lost worker's), recorded as a ``recovered`` event (``was: running``, a restart). The old process
 is gone (``kill -9`` ends the sim executor with it), so no job runs twice at once. A job whose cancellation was
 requested but not yet reported is ended as cancelled.
+
+Every change of state is written before the loop goes on; ``progress`` reports (iteration counts, not changes of
+state) are written at most every ``progress_every_s`` wall seconds per job, so a busy twin does not turn the store
+into the bottleneck.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -64,7 +69,7 @@ def live_run_factory(cluster: Cluster, executor: str, *, time_scale: float, cata
         else:
             from ddlsched.live.ray_executor import RayExecutor
 
-            ex = RayExecutor(**(options or {}))
+            ex = RayExecutor(time_scale=time_scale, catalog=catalog, **(options or {}))
         return LiveRun(cluster, policy, ex, time_scale=time_scale, catalog=catalog, serve=True,
                        on_change=on_change)
 
@@ -93,7 +98,7 @@ class Scheduler:
 
     def __init__(self, store: JobStore, cluster: Cluster, policy: Policy, factory: RunFactory, *,
                  catalog: ModelCatalog, policy_name: str = "", policy_params: dict[str, Any] | None = None,
-                 executor: str = "sim", time_scale: float = 1.0) -> None:
+                 executor: str = "sim", time_scale: float = 1.0, progress_every_s: float = 2.0) -> None:
         self.store = store
         self.cluster = cluster
         self.catalog = catalog
@@ -111,6 +116,8 @@ class Scheduler:
         self.error: BaseException | None = None
         self.result: Any = None
         self.started_at = time.time()
+        self.progress_every_s = progress_every_s
+        self._progress_at: dict[str, float] = {}
         self._held: dict[str, int] = {}  # running job → GPUs it holds (from the loop's reports)
         self._busy_gpu_s = 0.0
         self._busy_since = time.monotonic()
@@ -169,6 +176,13 @@ class Scheduler:
         kind = ch.kind
         if self._stopping and kind == "cancelled":
             return  # the loop ending its jobs at stop(): they stay open and resume at the next start
+        if kind == "progress":  # not a change of state: stored at most every progress_every_s per job
+            now = time.monotonic()
+            if now - self._progress_at.get(ch.job_id, -math.inf) < self.progress_every_s:
+                return
+            self._progress_at[ch.job_id] = now
+        elif kind in ("finished", "failed", "cancelled", "rejected"):
+            self._progress_at.pop(ch.job_id, None)
         detail = dict(ch.detail or {})
         if "gpus" in detail:
             detail["gpus"] = [int(g) for g in detail["gpus"]]
@@ -177,6 +191,8 @@ class Scheduler:
                 done = self.store.record(ch.job_id, kind, detail, run_s=float(ch.time_s))
                 break
             except StoreFull:
+                if self._stopping:  # not stored: the job stays open in the store and resumes at the next start
+                    return
                 log.error("job store full: holding the loop until %s of %s can be stored", kind, ch.job_id)
                 time.sleep(0.5)
         if done:

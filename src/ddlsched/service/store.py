@@ -160,6 +160,7 @@ class JobStore:
         self.path = sqlite_path(self.url)
         self._lock = threading.Lock()
         self._seq = 0
+        self._committed: Callable[[], None] | None = None
         self._file_lock: Any = None
         if self.path is not None:
             self._check_file(self.path)
@@ -280,7 +281,10 @@ class JobStore:
     # ---------------------------------------------------------------- writes (one transaction each)
     @contextmanager
     def _write(self) -> Iterator[Connection]:
+        """One transaction under the writers' lock; ``self._committed`` (if a write set it) runs after the commit,
+        still under the lock."""
         with self._lock:
+            self._committed = None
             try:
                 with self.engine.begin() as c:
                     yield c
@@ -290,12 +294,14 @@ class JobStore:
                 if _is_full(e):
                     raise StoreFull(f"the job store is full ({e.orig}); nothing was written") from None
                 raise
+            if self._committed is not None:
+                self._committed()
 
     def submit(self, job: dict[str, Any], *, at: float | None = None) -> dict[str, Any]:
         """Insert a new job (state ``queued``) and its ``submitted`` event; returns the stored row."""
         at = time.time() if at is None else at
         try:
-            with self._write() as c:
+            with self._write() as c:  # the lock is held until the commit: ``seq`` is taken and advanced under it
                 seq = self._seq + 1
                 row = {"seq": seq, "state": "queued", "reason": "", "submitted_at": at, "done_iterations": 0.0,
                        "checkpoint_iterations": 0.0, "attempts": 0, "restarts": 0, "gpus": "",
@@ -303,7 +309,7 @@ class JobStore:
                 c.execute(insert(jobs).values(**row))
                 c.execute(insert(events).values(job_id=row["id"], at=at, run_s=None, kind="submitted",
                                                 detail=json.dumps({k: job[k] for k in sorted(job) if k != "id"})))
-            self._seq = seq
+                self._committed = lambda: setattr(self, "_seq", seq)
         except IntegrityError:
             raise DuplicateJob(f"job {job['id']!r} already exists") from None
         return row
