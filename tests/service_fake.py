@@ -23,7 +23,8 @@ class Change:
 
 
 class FakeLoop:
-    def __init__(self, num_gpus: int, on_change: Any, ms_per_iter: float = 1.0) -> None:
+    def __init__(self, num_gpus: int, on_change: Any, ms_per_iter: float = 1.0, max_gpus: int | None = None) -> None:
+        self.max_gpus = num_gpus if max_gpus is None else max_gpus
         self.free = list(range(num_gpus))
         self.num_gpus = num_gpus
         self.on_change = on_change
@@ -39,8 +40,8 @@ class FakeLoop:
         return time.monotonic() - self.t0
 
     def submit(self, spec: Any, *, done_iterations: float = 0.0, attempt: int = 0) -> str | None:
-        if spec.num_gpus > self.num_gpus:
-            return f"needs {spec.num_gpus} GPUs; the cluster has {self.num_gpus}"
+        if spec.num_gpus > self.max_gpus:
+            return f"needs {spec.num_gpus} GPUs; this loop runs at most {self.max_gpus}"
         with self.cv:
             self.queue.append((spec, done_iterations))
             self.inbox.append(Change(self._now(), spec.job_id, "arrived"))

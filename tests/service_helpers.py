@@ -38,7 +38,8 @@ def auth(tok: str) -> dict[str, str]:
 
 
 @contextmanager
-def fake_service(tmp: Path, *, cluster: str = "wang2020", ms_per_iter: float = 1.0, **store_kw: Any) -> Iterator[Any]:
+def fake_service(tmp: Path, *, cluster: str = "wang2020", ms_per_iter: float = 1.0, max_gpus: int | None = None,
+                 **store_kw: Any) -> Iterator[Any]:
     """(client, store, scheduler) of an in-process service whose loop is :class:`FakeLoop`."""
     from fastapi.testclient import TestClient
 
@@ -52,7 +53,7 @@ def fake_service(tmp: Path, *, cluster: str = "wang2020", ms_per_iter: float = 1
 
     cl = load_cluster(cluster)
     store = JobStore(str(tmp / "jobs.db"), **store_kw)
-    sched = Scheduler(store, cl, make_policy("fifo"), lambda pol, cb: FakeLoop(cl.num_gpus, cb, ms_per_iter),
+    sched = Scheduler(store, cl, make_policy("fifo"), lambda pol, cb: FakeLoop(cl.num_gpus, cb, ms_per_iter, max_gpus),
                       catalog=default_catalog(), policy_name="fifo")
     try:
         sched.start()

@@ -92,13 +92,23 @@ def test_missing_field_and_bad_json(tmp_path: Path) -> None:
         assert r.status_code == 422
 
 
-def test_never_fits_is_rejected_with_reason_and_accounted(tmp_path: Path) -> None:
-    with fake_service(tmp_path) as (c, store, sched):
+def test_never_fits_is_refused_with_reason_and_nothing_stored(tmp_path: Path) -> None:
+    with fake_service(tmp_path) as (c, store, _):
         r = c.post("/api/v1/jobs", json=job("huge", gpus=65), headers=auth(ALICE))
         assert r.status_code == 422
         d = r.json()["detail"][0]
-        assert "65 GPUs" in d["msg"] and "64" in d["msg"]
-        assert store.get(d["job_id"])["state"] == "rejected" and "65 GPUs" in store.get(d["job_id"])["reason"]
+        assert d["loc"] == ["body", "gpus"] and "asks for 65 GPUs; the cluster has 64" in d["msg"]
+        assert store.list() == []
+
+
+def test_loop_rejection_is_stored_with_reason(tmp_path: Path) -> None:
+    """A rejection only the loop finds (here the fake loop's 8-GPU limit) is stored with its reason."""
+    with fake_service(tmp_path, max_gpus=8) as (c, store, sched):
+        r = c.post("/api/v1/jobs", json=job("big", gpus=16), headers=auth(ALICE))
+        assert r.status_code == 201
+        jid = r.json()["id"]
+        wait_for(lambda: store.get(jid)["state"] == "rejected")
+        assert "needs 16 GPUs" in store.get(jid)["reason"]
         assert sched.counters.ended["rejected"] == 1
 
 

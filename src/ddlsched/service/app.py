@@ -170,8 +170,8 @@ def create_app(store: JobStore, sched: Scheduler, settings: Settings) -> Any:
     @app.post("/api/v1/jobs", status_code=201, response_model=JobOut, tags=["jobs"],
               responses={401: {}, 403: {}, 409: {}, 422: {}, 507: {"description": "the job store is full"}})
     def submit(job: JobIn, who: Principal = auth) -> dict[str, Any]:
-        """Submit a job. It is committed to the store before this returns (201); a job that can never run is
-        stored as rejected and answered 422 with the reason."""
+        """Submit a job. It is committed to the store before this returns (201), then handed to the scheduling
+        loop. A job that can never run on the cluster is refused (422, the reason; nothing stored)."""
         tenant = job.tenant or who.tenant
         if tenant is None:
             raise field_error("tenant", "the admin token must name the job's tenant")
@@ -186,6 +186,9 @@ def create_app(store: JobStore, sched: Scheduler, settings: Settings) -> Any:
             raise field_error("model", f"unknown model {job.model!r}; known: {', '.join(sorted(known_models))}")
         if not sched.alive:
             raise HTTPException(503, f"the scheduling loop is not running ({sched.error})")
+        never = sched.never_fits(job.gpus, job.model)
+        if never:
+            raise field_error("gpus", f"can never run here: {never}")
         data = {"id": job.id or secrets.token_hex(6), "name": job.name, "tenant": tenant, "num_gpus": job.gpus,
                 "model": job.model, "entrypoint": job.entrypoint, "iterations": job.iterations,
                 "duration_s": job.duration_s, "priority": job.priority}
@@ -197,10 +200,7 @@ def create_app(store: JobStore, sched: Scheduler, settings: Settings) -> Any:
                 raise HTTPException(403, f"job {data['id']!r} belongs to another tenant") from None
             raise HTTPException(409, f"job {data['id']!r} already exists") from None
         sched.counters.submitted()
-        reason = sched.submit(row)
-        if reason:
-            raise HTTPException(422, detail=[{"loc": ["body"], "msg": f"rejected: {reason}", "type": "rejected",
-                                              "job_id": row["id"]}])
+        sched.submit(row)
         return job_out(row)
 
     @app.get("/api/v1/jobs", response_model=list[JobOut], tags=["jobs"])

@@ -318,46 +318,54 @@ class JobStore:
                at: float | None = None) -> bool:
         """Record one state change (an event row and the job's new columns, together). Returns False (nothing
         written) when the job is unknown or already ended."""
-        spec = CHANGES.get(kind, Change())  # a kind the store does not know: an event row, no state change
-        detail = detail or {}
-        at = time.time() if at is None else at
         with self._write() as c:
-            cur = c.execute(select(jobs.c.state, jobs.c.started_at).where(jobs.c.id == job_id)).first()
-            if cur is None or cur.state in TERMINAL:
-                return False
-            values: dict[str, Any] = {}
-            if spec.state is not None:
-                values["state"] = spec.state
-                if spec.state in TERMINAL:
-                    values["ended_at"] = at
-            if kind in ("rejected", "failed"):
-                values["reason"] = str(detail.get("reason", ""))
-            elif kind == "started":
-                values["gpus"] = ",".join(str(g) for g in detail.get("gpus", ()))
-                values["attempts"] = int(detail.get("attempt", 0))
-                if cur.started_at is None:
-                    values["started_at"] = at
-            elif kind == "progress":
-                values["done_iterations"] = float(detail.get("iterations", 0.0))
-            elif kind in ("preempted", "lost"):
-                values["checkpoint_iterations"] = values["done_iterations"] = float(detail.get("iterations", 0.0))
-                values["gpus"] = ""
-            elif kind == "recovered":
-                if detail.get("was") == "running":
-                    values["restarts"] = jobs.c.restarts + 1
-                values["gpus"] = ""
-            elif kind == "cancel_requested":
-                values["cancel_requested"] = 1
-            elif kind == "finished":
-                values["gpus"] = ""
-                if "iterations" in detail:
-                    values["done_iterations"] = float(detail["iterations"])
-            if kind in ("failed", "cancelled", "rejected"):
-                values["gpus"] = ""
-            if values:
-                c.execute(update(jobs).where(jobs.c.id == job_id).values(**values))
-            c.execute(insert(events).values(job_id=job_id, at=at, run_s=run_s, kind=kind,
-                                            detail=json.dumps(detail, default=str, sort_keys=True)))
+            return self._apply(c, job_id, kind, detail or {}, run_s, time.time() if at is None else at)
+
+    def record_many(self, changes: list[tuple[str, str, dict[str, Any], float | None, float]]) -> list[bool]:
+        """Several changes ``(job_id, kind, detail, run_s, at)`` in order, in one transaction (all or none)."""
+        with self._write() as c:
+            return [self._apply(c, *ch) for ch in changes]
+
+    @staticmethod
+    def _apply(c: Connection, job_id: str, kind: str, detail: dict[str, Any], run_s: float | None,
+               at: float) -> bool:
+        spec = CHANGES.get(kind, Change())  # a kind the store does not know: an event row, no state change
+        cur = c.execute(select(jobs.c.state, jobs.c.started_at).where(jobs.c.id == job_id)).first()
+        if cur is None or cur.state in TERMINAL:
+            return False
+        values: dict[str, Any] = {}
+        if spec.state is not None:
+            values["state"] = spec.state
+            if spec.state in TERMINAL:
+                values["ended_at"] = at
+        if kind in ("rejected", "failed"):
+            values["reason"] = str(detail.get("reason", ""))
+        elif kind == "started":
+            values["gpus"] = ",".join(str(g) for g in detail.get("gpus", ()))
+            values["attempts"] = int(detail.get("attempt", 0))
+            if cur.started_at is None:
+                values["started_at"] = at
+        elif kind == "progress":
+            values["done_iterations"] = float(detail.get("iterations", 0.0))
+        elif kind in ("preempted", "lost"):
+            values["checkpoint_iterations"] = values["done_iterations"] = float(detail.get("iterations", 0.0))
+            values["gpus"] = ""
+        elif kind == "recovered":
+            if detail.get("was") == "running":
+                values["restarts"] = jobs.c.restarts + 1
+            values["gpus"] = ""
+        elif kind == "cancel_requested":
+            values["cancel_requested"] = 1
+        elif kind == "finished":
+            values["gpus"] = ""
+            if "iterations" in detail:
+                values["done_iterations"] = float(detail["iterations"])
+        if kind in ("failed", "cancelled", "rejected"):
+            values["gpus"] = ""
+        if values:
+            c.execute(update(jobs).where(jobs.c.id == job_id).values(**values))
+        c.execute(insert(events).values(job_id=job_id, at=at, run_s=run_s, kind=kind,
+                                        detail=json.dumps(detail, default=str, sort_keys=True)))
         return True
 
     # ---------------------------------------------------------------- reads
