@@ -86,12 +86,12 @@ def _jobs_table(rows: list[dict[str, Any]]) -> Any:
     from rich.table import Table
 
     t = Table("id", "name", "tenant", "GPUs", "model", "state", "progress", "submitted (UTC)", "on GPUs",
-              "reason")
+              "restarts", "reason")
     for r in rows:
         total = r["iterations"]
-        prog = f"{r['done_iterations']:g}/{total:g}" if total else f"{r['done_iterations']:g}"
+        prog = f"{r['done_iterations']:.0f}/{total:.0f}" if total else f"{r['done_iterations']:.0f}"
         t.add_row(r["id"], r["name"], r["tenant"], str(r["num_gpus"]), r["model"], r["state"], prog,
-                  _when(r["submitted_at"]), ",".join(map(str, r["gpus"])), r["reason"])
+                  _when(r["submitted_at"]), ",".join(map(str, r["gpus"])), str(r["restarts"]), r["reason"])
     return t
 
 
