@@ -137,7 +137,7 @@ def main() -> None:
     ap.add_argument("--executor-opt", action="append", default=[], metavar="KEY=VALUE",
                     help="Passed to serve --executor-opt (e.g. report_every_s=600: fewer twin progress reports).")
     ap.add_argument("--pass-pending", type=int, default=5000, help="Queue length of the pass-latency measurement.")
-    ap.add_argument("--pass-policies", default="fifo,tiresias")
+    ap.add_argument("--pass-policies", default="fifo", help="Comma-separated (tiresias takes minutes here).")
     args = ap.parse_args()
     passes = [pass_latency(p, args.pass_pending, args.seed) for p in args.pass_policies.split(",") if p]
     rng = random.Random(args.seed)

@@ -158,3 +158,14 @@ def test_openapi_schema_served(tmp_path: Path) -> None:
         spec = c.get("/openapi.json").json()
         assert {"/api/v1/jobs", "/api/v1/jobs/{job_id}/cancel", "/metrics"} <= set(spec["paths"])
         assert c.get("/docs").status_code == 200
+
+
+def test_list_filters_and_order(tmp_path: Path) -> None:
+    with fake_service(tmp_path, ms_per_iter=1000) as (c, _, _):
+        ids = [c.post("/api/v1/jobs", json=job(f"j{i}", gpus=64), headers=auth(ALICE)).json()["id"] for i in range(3)]
+        got = c.get("/api/v1/jobs", params={"newest_first": "true", "limit": 2}, headers=auth(ALICE)).json()
+        assert [j["id"] for j in got] == ids[::-1][:2]
+        wait_for(lambda: c.get(f"/api/v1/jobs/{ids[0]}", headers=auth(ALICE)).json()["state"] == "running")
+        got = c.get("/api/v1/jobs", params={"state": "queued"}, headers=auth(ALICE)).json()
+        assert [j["id"] for j in got] == ids[1:]  # the first runs (the whole cluster), the others wait
+        assert c.get("/api/v1/jobs", params={"state": "waiting"}, headers=auth(ALICE)).status_code == 422

@@ -207,8 +207,8 @@ def create_app(store: JobStore, sched: Scheduler, settings: Settings) -> Any:
     def list_jobs(who: Principal = auth, tenant: str | None = None,
                   state: Annotated[str | None, Query(pattern=r"^[a-z]+(,[a-z]+)*$")] = None,
                   limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
-                  offset: Annotated[int, Query(ge=0)] = 0) -> list[dict[str, Any]]:
-        """Jobs in submission order; a tenant's token lists only its own jobs."""
+                  offset: Annotated[int, Query(ge=0)] = 0, newest_first: bool = False) -> list[dict[str, Any]]:
+        """Jobs in submission order (``newest_first``: the reverse); a tenant's token lists only its own jobs."""
         if state is not None and set(state.split(",")) - set(STATES):
             raise HTTPException(422, detail=[{"loc": ["query", "state"], "type": "value_error",
                                               "msg": f"states are {', '.join(STATES)}"}])
@@ -216,7 +216,8 @@ def create_app(store: JobStore, sched: Scheduler, settings: Settings) -> Any:
             if tenant is not None and tenant != who.tenant:
                 raise HTTPException(403, f"this token is tenant {who.tenant!r}'s, not {tenant!r}'s")
             tenant = who.tenant
-        return [job_out(r) for r in store.list(tenant=tenant, state=state, limit=limit, offset=offset)]
+        rows = store.list(tenant=tenant, state=state, limit=limit, offset=offset, newest_first=newest_first)
+        return [job_out(r) for r in rows]
 
     @app.get("/api/v1/jobs/{job_id}", response_model=JobOut, tags=["jobs"])
     def get_job(job_id: str, who: Principal = auth) -> dict[str, Any]:

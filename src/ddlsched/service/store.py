@@ -376,8 +376,8 @@ class JobStore:
         return None if r is None else dict(r._mapping)
 
     def list(self, *, tenant: str | None = None, state: str | None = None, limit: int = 100,
-             offset: int = 0) -> list[dict[str, Any]]:
-        q = select(jobs).order_by(jobs.c.seq)
+             offset: int = 0, newest_first: bool = False) -> list[dict[str, Any]]:
+        q = select(jobs).order_by(jobs.c.seq.desc() if newest_first else jobs.c.seq)
         if tenant is not None:
             q = q.where(jobs.c.tenant == tenant)
         if state is not None:

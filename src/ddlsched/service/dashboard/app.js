@@ -91,12 +91,11 @@
       " busy";
   }
 
-  function renderJobs(jobs) {
+  function renderJobs(queued, latest) {
     var now = Date.now() / 1000;
-    fill("queue", jobs.filter(function (j) { return j.state === "queued"; }).map(function (j) {
+    fill("queue", queued.map(function (j) {
       return row([j.id, j.name, j.tenant, j.num_gpus, (now - j.submitted_at).toFixed(0)]);
     }));
-    var latest = jobs.slice(-200).reverse();
     fill("jobs", latest.map(function (j) {
       var total = j.iterations ? "/" + j.iterations.toFixed(0) : "";
       var jct = j.ended_at && j.state === "completed" ? (j.ended_at - j.submitted_at).toFixed(1) : "";
@@ -153,13 +152,13 @@
       return;
     }
     Promise.all([get("/api/v1/stats"), get("/api/v1/policy"), get("/api/v1/cluster"),
-      get("/api/v1/jobs?limit=10000")]).then(function (r) {
+      get("/api/v1/jobs?state=queued&limit=500"), get("/api/v1/jobs?newest_first=true&limit=200")]).then(function (r) {
       err.hidden = true;
       renderStats(r[0], r[1]);
       renderCluster(r[2]);
-      renderJobs(r[3]);
+      renderJobs(r[3], r[4]);
       if (selected) {
-        var j = r[3].filter(function (x) { return x.id === selected; })[0];
+        var j = r[4].filter(function (x) { return x.id === selected; })[0];
         if (j) { timeline(j); }
       }
       document.body.dataset.polls = String(Number(document.body.dataset.polls || 0) + 1);
