@@ -284,14 +284,19 @@ def _trace(seed: int, n: int, models: Sequence[str] = ("m", "small")) -> list[Jo
     return jobs
 
 
-@pytest.mark.parametrize("policy", ["fifo", "fifo+pack", "tiresias", "delay-sched", "srtf"])
-def test_twin_reproduces_the_simulation(policy):
+@pytest.mark.parametrize(("policy", "report_s"), [("fifo", 60.0), ("fifo+pack", 60.0), ("tiresias", 60.0),
+                                                ("delay-sched", 60.0), ("srtf", 60.0), ("tiresias", 7.0),
+                                                ("delay-sched", 7.0)])
+def test_twin_reproduces_the_simulation(policy, report_s):
     """Same starts in the same order, same JCTs (the twin's physics is the simulator's; actions take effect at the
-    instant decided, events are reported in time order one instant at a time)."""
+    instant decided, events are reported in time order one instant at a time; progress reports change neither the
+    twin's arithmetic nor the time accounts a policy reads)."""
     jobs = _trace(3, 25)
     cluster = cluster4x4()
     sim = run_simulation(cluster, jobs, make_policy(policy), catalog=CAT)
-    res = LiveRun(cluster, make_policy(policy), SimExecutor(CAT), time_scale=FAST, catalog=CAT, jobs=jobs).run()
+    twin = SimExecutor(CAT, report_every_s=report_s, report_every_wall_s=1e-9)
+    res = LiveRun(cluster, make_policy(policy), twin, time_scale=FAST, catalog=CAT, jobs=jobs).run()
+    assert report_s > 10 or res.events > 1000  # the reports did come
     _check_accounts(res)
     assert len(res.records) == len(sim.records) == len(jobs)
     live = {r["job_id"]: r for r in res.records}
@@ -372,3 +377,85 @@ def test_every_job_accounted_and_records_close(seed, n, policy, ckpt):
     _check_accounts(res)
     assert len(res.records) + len(res.failed) == len(jobs)  # nothing is left behind in a batch run
     assert {f["job_id"] for f in res.failed} <= {j for j, f in faults.items() if f.kind == "fail"}
+
+
+def test_a_policy_that_never_starts_a_job_leaves_it_unfinished_not_hung():
+    class Never(Policy):
+        name = "never"
+        requirements = Requirements()
+
+        def schedule(self, view):
+            return []
+
+    res = LiveRun(cluster4x4(), Never(), SimExecutor(CAT), time_scale=FAST, catalog=CAT,
+                  jobs=[JobSpec("a", 0.0, 1, "m", iterations=10)]).run()
+    _check_accounts(res)
+    assert res.unfinished == ["a"]
+
+
+def test_policies_see_the_fluid_models_view_types():
+    from ddlsched.engine.jobview import JobView
+    from ddlsched.engine.view import SchedulerView
+
+    seen: list[tuple[type, type]] = []
+
+    class Probe(Policy):
+        name = "probe"
+        requirements = Requirements()
+
+        def schedule(self, view):
+            seen.extend((type(view), type(j)) for j in view.pending)
+            return [Start(j.job_id, (0,)) for j in list(view.pending)[:1] if view.num_free == 16]
+
+    LiveRun(cluster4x4(), Probe(), SimExecutor(CAT), time_scale=FAST, catalog=CAT,
+            jobs=[JobSpec("a", 0.0, 1, "m", iterations=10)]).run()
+    assert seen and all(issubclass(v, SchedulerView) and j is JobView for v, j in seen)
+
+
+def test_stop_revokes_running_jobs_and_waits_for_their_checkpoints():
+    ex = SimExecutor(CAT, checkpoint_s=5.0)
+    changes: list[JobChange] = []
+    run = LiveRun(cluster4x4(), make_policy("fifo"), ex, time_scale=1e3, catalog=CAT, serve=True,
+                  on_change=changes.append, checkpoint_grace_s=30.0)
+    out: dict[str, Any] = {}
+    loop = threading.Thread(target=lambda: out.setdefault("result", run.run()))
+    loop.start()
+    try:
+        assert run.submit(JobSpec("long", 0.0, 2, "m", iterations=10**8)) is None
+        for _ in range(200):
+            if run.snapshot()["running"] and run.snapshot()["running"][0]["launched"]:
+                break
+            threading.Event().wait(0.01)
+    finally:
+        run.stop()
+        loop.join(timeout=30)
+    assert not loop.is_alive()
+    res = out["result"]
+    _check_accounts(res)
+    assert res.unfinished == ["long"]
+    saved = [c for c in changes if c.kind == "preempted"]
+    assert len(saved) == 1 and saved[0].detail["killed"] is False and saved[0].detail["iterations"] > 0
+    assert ex.closed and not ex.jobs
+
+
+def test_cancel_a_job_before_it_arrives_and_a_running_one():
+    jobs = [JobSpec("a", 0.0, 4, "m", iterations=10**6), JobSpec("b", 5000.0, 1, "m", iterations=10)]
+    changes: list[JobChange] = []
+    run = LiveRun(cluster4x4(), make_policy("fifo"), SimExecutor(CAT), time_scale=1e4, catalog=CAT, jobs=jobs,
+                  on_change=changes.append)
+    out: dict[str, Any] = {}
+    loop = threading.Thread(target=lambda: out.setdefault("result", run.run()))
+    loop.start()
+    try:
+        assert run.cancel("b") is True  # not arrived yet (its arrival is 0.5 s of wall time away)
+        for _ in range(200):
+            if run.snapshot()["running"]:
+                break
+            threading.Event().wait(0.01)
+        assert run.cancel("a") is True
+    finally:
+        loop.join(timeout=30)
+    assert not loop.is_alive()
+    res = out["result"]
+    _check_accounts(res)
+    assert sorted(c["job_id"] for c in res.cancelled) == ["a", "b"] and not res.records and not res.unfinished

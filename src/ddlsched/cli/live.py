@@ -52,7 +52,7 @@ def live() -> None:
 @click.option("--time-scale", type=finite_float(0.0, 1e9, min_open=True), default=1.0, show_default=True,
               help="Run seconds per wall second (100: a trace hour runs in 36 s of wall time).")
 @click.option("--executor", "executor_name", type=click.Choice(EXECUTORS), default="sim", show_default=True,
-              help="sim: the digital twin (the simulator's physics in wall time); ray: Ray core (docs/live-ray.md).")
+              help="sim: the digital twin (the simulator's physics in wall time); ray: Ray core (see docs, live-ray).")
 @click.option("--executor-opt", multiple=True, metavar="KEY=VALUE",
               help="Executor option (twin: report_every_s, checkpoint_s, checkpoint_every_s, start_s, actuation).")
 @click.option("--grace", "grace_s", type=finite_float(0.0, 1e9), default=30.0, show_default=True,
@@ -278,12 +278,13 @@ class _Bar:
         self.last = 0.0
         self.live = err_console.is_terminal
         self.every = 0.5 if self.live else 10.0  # a log gets a line every 10 s
+        self.shown = -1
 
     def update(self, now: float, done: int, total: int) -> None:
         t = time.perf_counter()
-        if t - self.last < self.every and done < total:
+        if (t - self.last < self.every and done < total) or (done == total and self.shown == done):
             return
-        self.last = t
+        self.last, self.shown = t, done
         text = f"{self.name}: {done}/{total} jobs done, run clock {now:.0f} s"
         err_console.print(text, end="\r" if self.live else "\n")
 

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ddlsched._mypyc import mypyc_attr
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.profiles import ModelProfile
 
@@ -24,6 +25,7 @@ class JobStatus(Enum):
     CANCELLED = "cancelled"  # live runs only: cancelled by its submitter
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # the live model's job (ddlsched.live.model) subclasses FluidJob
 @dataclass(slots=True, eq=False)
 class JobState:
     """Common per-job state. ``work`` is the job's iterations (or synchronisation rounds); ``ideal_iter_s`` one

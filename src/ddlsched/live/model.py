@@ -49,6 +49,8 @@ from ddlsched.workload.profiles import ModelCatalog, ModelProfile
 
 EXEC = 1
 """Event kind of an executor report on the core's heap (the fluid model's COMPLETE is 0 and never used here)."""
+CMD = 2
+"""Event kind of a command from another thread (cancel, stop), carried out at the run clock's now."""
 POLL_S = 0.02
 """Longest wall wait inside :meth:`LiveModel.hold` before commands from other threads are looked at again."""
 
@@ -86,8 +88,7 @@ class LiveJob(FluidJob):
         self.factor = 1.0  # measured ÷ predicted iteration time over the last report interval
         self.mark_w = 0.0  # predicted iterations (w_sum) and measured iterations at the last report
         self.mark_n = 0.0
-        self.base_t = 0.0  # the last measured point: (run time, iterations)
-        self.base_iters = 0.0
+        self.base_iters = 0.0  # the last measured point: iterations (and mark_w: predicted iterations then)
         self.revoked_iters = 0.0  # iterations at the revoke that awaits its checkpoint
         self.lost_rate = 0.0  # seconds per iteration of the revoked attempt (to value lost work)
         self.lost_iters = 0.0
@@ -103,38 +104,58 @@ class LiveJob(FluidJob):
             return self.meas_iter_s if self.meas_iter_s is not None else math.inf
         return (p.compute_s + p.comm_s) * self.factor
 
-    def measured(self, iterations: float) -> None:
-        """A report at the last sync: ``iterations`` done. Updates the measured ÷ predicted ratio."""
-        dn = iterations - self.mark_n
-        dw = self.w_sum - self.mark_w
-        if dn > 1e-9 and dw > 1e-9:
-            self.factor = dw / dn
-        self.mark_n, self.mark_w = iterations, self.w_sum
-        self.done_iters = min(max(iterations, 0.0), self.work)
-        self.base_t, self.base_iters = self.last_t, self.done_iters
-
     def sync(self, now: float) -> None:
+        """The fluid job's accounts, at the same points and with the same arithmetic (so a policy reads the same
+        figures as in a simulation); the job iterates from ``resume_t`` (its STARTED report, ``inf`` before it).
+        Its iterations: the last report's + the physics' predicted iterations since ÷ the measured ratio."""
         dt = now - self.last_t
         if dt <= 0:
             return
         self.run_s += dt
         self.attained_gpu_s += dt * len(self.gpus)
-        if self.started:
-            done = min(self.work, self.base_iters + (now - self.base_t) / self.rate())
+        active = now - max(self.last_t, self.resume_t)
+        p = self.pred
+        if active > 0 and p is not None:
+            w = active / (p.compute_s + p.comm_s)
+            self.w_sum += w
+            self.w_het += w * self.d_het
+            self.w_spr += w * self.d_spr
+            self.w_shr += w * self.d_shr
+            self.w_con += w * self.d_con
+            self.w_comm += w * p.comm_s
+            self.restart_s += dt - active
+            done = min(self.work, self.base_iters + (self.w_sum - self.mark_w) / self.factor)
             if done > self.done_iters:
                 self.done_iters = done
-            p = self.pred
-            if p is not None:
-                w = dt / (p.compute_s + p.comm_s)
-                self.w_sum += w
-                self.w_het += w * self.d_het
-                self.w_spr += w * self.d_spr
-                self.w_shr += w * self.d_shr
-                self.w_con += w * self.d_con
-                self.w_comm += w * p.comm_s
         else:
             self.restart_s += dt
         self.last_t = now
+
+    def w_at(self, now: float) -> float:
+        """``w_sum`` as it will read after a sync at ``now`` (no state change)."""
+        p = self.pred
+        active = now - max(self.last_t, self.resume_t)
+        return self.w_sum + (active / (p.compute_s + p.comm_s) if active > 0 and p is not None else 0.0)
+
+    def began(self, now: float) -> None:
+        """STARTED at ``now``: it iterates from here (resumed at ``done_iters``)."""
+        self.resume_t = now
+        self.started = True
+        self.factor = 1.0
+        self.mark_w, self.mark_n = self.w_at(now), self.done_iters
+        self.base_iters = self.done_iters
+
+    def measured(self, now: float, iterations: float) -> None:
+        """A report at ``now``: ``iterations`` done. Updates the measured ÷ predicted ratio and the base of the
+        extrapolation (no sync: the time accounts stay on the fluid model's schedule)."""
+        w = self.w_at(now)
+        dn = iterations - self.mark_n
+        dw = w - self.mark_w
+        if dn > 1e-9 and dw > 1e-9:
+            self.factor = dw / dn
+        self.mark_n, self.mark_w = iterations, w
+        self.done_iters = min(max(iterations, 0.0), self.work)
+        self.base_iters = self.done_iters
 
     def lose(self, saved: float, rate: float) -> float:
         """Go back to the checkpoint at ``saved`` iterations; the time of the lost work becomes restart time
@@ -186,6 +207,8 @@ class LiveModel(FluidModel):
         self.cancelled: list[dict[str, Any]] = []
         self.on_change: Change | None = None
         self.commands: Callable[[], bool] | None = None  # the run's queued commands (returns: anything changed)
+        self.run_command: Callable[[Any], None] | None = None  # carries out a command deferred to its instant
+        self._cmds: dict[int, Any] = {}
         self.lock: Any = None  # the run's state lock, held by the loop except while it waits
         self._mech.update({"lost_workers": 0, "killed_revocations": 0, "deferred_launches": 0, "failures": 0,
                            "cancellations": 0})
@@ -203,8 +226,10 @@ class LiveModel(FluidModel):
         return st
 
     def arrive(self, st: JobState) -> None:
-        super().arrive(st)
         self.arrived += 1
+        if st.status is JobStatus.CANCELLED:
+            return  # cancelled before it arrived (it stays in the core's arrivals: the core's cursor counts it)
+        super().arrive(st)
         self._material = True
         self._emit("arrived", st.job_id, {"num_gpus": st.num_gpus, "model": st.spec.model})
 
@@ -221,8 +246,13 @@ class LiveModel(FluidModel):
                     return False
             wait = clock.wall_until(t_next)
             busy = bool(self.running) or bool(self._draining_jobs)
-            if math.isinf(t_next) and not (busy or changed or self.serve or self.stopping):
-                return False  # a batch run with nothing left that can report
+            if not (busy or changed or self.serve or self.stopping):
+                if math.isinf(t_next):
+                    return False  # a batch run with nothing left that can report (pending jobs stay unfinished)
+                core: Any = self.ctx
+                if not self.pending and self.arrived == len(core.arrivals):
+                    core.heap.clear()  # only policy wake-ups are left, with nothing to decide: the run is over
+                    return True
             timeout = 0.0 if (changed or wait <= 0) else min(wait, POLL_S)
             clock.horizon_s = t_next
             if lock is not None:
@@ -252,7 +282,19 @@ class LiveModel(FluidModel):
     def is_stale(self, kind: int, key: str, version: int) -> bool:
         return False
 
+    def defer(self, command: Any) -> None:
+        """Carry out ``command`` (through ``run_command``) as an event at the run clock's now, so that it happens at
+        the instant it was asked for (the core's now may lag the clock when nothing has happened for a while)."""
+        self._inbox_seq += 1
+        self._cmds[self._inbox_seq] = command
+        self.ctx.push(max(self.clock.now(), self.ctx.now), CMD, "", self._inbox_seq)
+
     def on_event(self, kind: int, key: str, version: int) -> None:
+        if kind == CMD:
+            command = self._cmds.pop(version)
+            if self.run_command is not None:
+                self.run_command(command)
+            return
         ev = self._inbox.pop(version)
         st = self.states.get(ev.job_id)
         if not isinstance(st, LiveJob):
@@ -275,14 +317,9 @@ class LiveModel(FluidModel):
         elif ev.attempt != st.attempt or st.status is not JobStatus.RUNNING or not st.launched:
             return  # a report of an older attempt, or of a job no longer running here
         if k is EventKind.STARTED:
-            st.sync(now)
-            st.started = True
-            st.factor = 1.0
-            st.mark_w, st.mark_n = st.w_sum, st.done_iters
-            st.base_t, st.base_iters = now, st.done_iters
+            st.began(now)
         elif k is EventKind.PROGRESS:
-            st.sync(now)
-            st.measured(ev.iterations)
+            st.measured(now, ev.iterations)
             if ev.iter_s is not None and ev.iter_s > 0 and math.isfinite(ev.iter_s):
                 st.meas_iter_s = ev.iter_s
             self._show_measured(st)
@@ -386,6 +423,7 @@ class LiveModel(FluidModel):
         st = self.states[d.job_id]
         assert isinstance(st, LiveJob)
         st.started = st.launched = False
+        st.resume_t = math.inf  # no progress before the executor reports STARTED
         st.meas_iter_s = None
         st.factor = 1.0
         if self._blocked(st):
@@ -407,7 +445,7 @@ class LiveModel(FluidModel):
     def _launch(self, st: LiveJob, now: float) -> None:
         st.attempt += 1
         st.launched = True
-        st.base_t, st.base_iters = now, st.done_iters
+        st.base_iters = st.done_iters
         p = st.pred
         names = self._server_names
         gpu_server = self._gpu_server
@@ -471,6 +509,8 @@ class LiveModel(FluidModel):
             self._deferred.pop(st.job_id, None)  # never reached the executor: nothing to revoke
             self._emit("preempted", st.job_id, {"iterations": st.done_iters, "killed": False, "lost_iterations": 0.0})
         self._enqueue(st, now, in_order=False)
+        if self._audit:
+            self.ctx.audit("preempt", st.job_id, st.done_iters)
 
     # ---------------------------------------------------------------- accounts
     def _close_accounts(self, st: LiveJob) -> None:
@@ -559,7 +599,7 @@ class LiveModel(FluidModel):
         core: Any = self.ctx
         core.heap.clear()  # the core's own list: nothing more happens in this run
         arrivals = core.arrivals
-        self.never_arrived = [s.job_id for s in arrivals[self.arrived:]]
+        self.never_arrived = [s.job_id for s in arrivals[self.arrived:] if s.status is not JobStatus.CANCELLED]
         del arrivals[self.arrived:]
         self._finalised = True
         return True
@@ -593,4 +633,4 @@ def build_live_model(cluster: Cluster, policy: Any, executor: Executor, clock: L
     return LiveModel(cluster, catalog, req, settings, executor=executor, clock=clock, grace_s=grace_s, serve=serve)
 
 
-__all__ = ["EXEC", "LiveJob", "LiveModel", "LiveView", "build_live_model", "refusal", "server_name"]
+__all__ = ["CMD", "EXEC", "LiveJob", "LiveModel", "LiveView", "build_live_model", "refusal", "server_name"]

@@ -140,6 +140,8 @@ class LiveRun:
         model = self.model
         model.lock = self._lock
         model.commands = self._drain
+        model.run_command = self._run_deferred
+        self._inflight: list[_Command] = []
         model.on_change = self._changed
 
     # ------------------------------------------------------------------ thread-safe entry points
@@ -242,22 +244,35 @@ class LiveRun:
         return cmd.result
 
     def _drain(self) -> bool:
-        """Carry out the queued commands (called by the model in the loop, the lock held)."""
+        """Take the queued commands (called by the model in the loop, the lock held): a submission is carried out
+        now (its arrival is the clock's now); a cancel or stop becomes an event at the clock's now."""
         changed = False
         while self._commands:
             cmd = self._commands.popleft()
-            try:
-                cmd.result = self._do(cmd.kind, cmd.args)
-            finally:
-                cmd.done.set()
             changed = True
+            if cmd.kind == "submit":
+                try:
+                    cmd.result = self._do(cmd.kind, cmd.args)
+                finally:
+                    cmd.done.set()
+            else:
+                self._inflight.append(cmd)
+                self.model.defer(cmd)
         return changed
 
+    def _run_deferred(self, cmd: _Command) -> None:
+        try:
+            cmd.result = self._do(cmd.kind, cmd.args)
+        finally:
+            self._inflight.remove(cmd)
+            cmd.done.set()
+
     def _answer_leftovers(self) -> None:
-        while self._commands:
-            cmd = self._commands.popleft()
+        for cmd in [*self._commands, *self._inflight]:
             cmd.result = "the run is over" if cmd.kind == "submit" else False
             cmd.done.set()
+        self._commands.clear()
+        self._inflight.clear()
 
     def _do(self, kind: str, args: tuple[Any, ...]) -> Any:
         if kind == "submit":
@@ -297,8 +312,7 @@ class LiveRun:
         if not isinstance(st, LiveJob):
             return False
         if st.status is JobStatus.PENDING and job_id not in model.pending:  # submitted, not arrived yet
-            core.arrivals.remove(st)
-            st.status = JobStatus.CANCELLED
+            st.status = JobStatus.CANCELLED  # the model drops it when it arrives
             model.cancelled.append({"job_id": job_id, "num_gpus": st.num_gpus, "time_s": core.now,
                                     "iterations": st.done_iters})
             self._changed(core.now, job_id, "cancelled", {"iterations": st.done_iters})
@@ -326,7 +340,8 @@ class LiveRun:
                 "counts": {"submitted": self.submitted, "completed": len(core.records),
                            "rejected": len(core.rejected), "failed": len(model.failed),
                            "cancelled": len(model.cancelled), "pending": len(pending), "running": len(running),
-                           "not_arrived": len(core.arrivals) - model.arrived}}
+                           "not_arrived": sum(1 for st in core.arrivals[model.arrived:]
+                                              if st.status is not JobStatus.CANCELLED)}}
 
 
 __all__ = ["JobChange", "LiveResult", "LiveRun", "latency_stats"]

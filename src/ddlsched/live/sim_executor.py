@@ -13,7 +13,8 @@ What it models, and how it differs from a simulation (``docs/live.md``):
   iterates from ``start_s`` (first launch) or ``restart_s`` (a relaunch) run seconds after its launch — the
   simulator's restart penalty. Preemption: the job stops iterating at once and saves its progress; CHECKPOINTED
   follows ``checkpoint_s`` run seconds later (or it is killed after the grace period, losing the work since its last
-  periodic checkpoint, every ``checkpoint_every_s``).
+  periodic checkpoint, every ``checkpoint_every_s`` of iterating; a lost worker likewise). PROGRESS comes every
+  ``report_every_s`` run seconds, but at most every ``report_every_wall_s`` wall seconds.
 * Actions take effect at the instant the core decided them (``LiveClock.decided_s``: zero actuation latency, the
   simulator's assumption) unless ``actuation="wall"``, which uses the run clock's now at the call (the loop's lag
   × time scale is then part of every job's time).
@@ -36,7 +37,7 @@ from ddlsched.perf import make_perf_model
 from ddlsched.perf.base import PerfModel, Placement
 from ddlsched.workload.profiles import ModelCatalog, ModelProfile
 
-_STARTUP, _REPORT, _CKPT, _RELEASE, _FAULT = range(5)
+_STARTUP, _REPORT, _RELEASE, _FAULT = range(4)
 
 
 @dataclass(frozen=True)
@@ -51,30 +52,47 @@ class Fault:
 
 
 class _Job:
-    __slots__ = ("attempt", "done", "iter_s", "iterating", "job_id", "last_report", "last_t", "saved", "stopped",
-                 "work")
+    """A launched job, with the fluid model's arithmetic (``FluidJob.sync`` and its completion time) so that the
+    twin's event times are the simulator's, bit for bit, when the same things happen."""
 
-    def __init__(self, job_id: str, attempt: int, work: float, done: float) -> None:
+    __slots__ = ("attempt", "began", "done", "fin", "iter_s", "job_id", "last_report", "last_t", "resume", "saved",
+                 "stopped", "work")
+
+    def __init__(self, job_id: str, attempt: int, work: float, done: float, t: float, resume: float) -> None:
         self.job_id = job_id
         self.attempt = attempt
         self.work = work
         self.done = done
         self.saved = done  # iterations of its last checkpoint
-        self.iter_s = math.inf  # current iteration time (physics); inf until it is placed
-        self.iterating = False
-        self.stopped = False  # revoked: no more progress, waiting to release
-        self.last_t = 0.0
-        self.last_report = (0.0, done)
+        self.began: float | None = None  # when it began iterating (STARTED)
+        self.iter_s = math.inf  # current iteration time (physics)
+        self.stopped = False  # revoked or failed: no more progress
+        self.last_t = t
+        self.resume = resume  # it iterates from here on (its start-up ends)
+        self.fin = math.inf
+        self.last_report = (resume, done)
 
     def sync(self, t: float) -> None:
-        if self.iterating and not self.stopped and t > self.last_t:
-            self.done = min(self.work, self.done + (t - self.last_t) / self.iter_s)
-        self.last_t = max(self.last_t, t)
+        dt = t - self.last_t
+        if dt <= 0:
+            return
+        active = t - max(self.last_t, self.resume)
+        if active > 0 and not self.stopped:
+            self.done += active / self.iter_s
+        self.last_t = t
+
+    def done_at(self, t: float) -> float:
+        """Iterations at ``t`` (no state change)."""
+        active = t - max(self.last_t, self.resume)
+        return min(self.work, self.done + (active / self.iter_s if active > 0 and not self.stopped else 0.0))
+
+    def retime(self, t: float, iter_s: float) -> None:
+        self.sync(t)
+        self.iter_s = iter_s
+        self.fin = max(t, self.resume) + max(0.0, self.work - self.done) * iter_s
 
     def finish_at(self) -> float:
-        if not self.iterating or self.stopped:
-            return math.inf
-        return self.last_t + (self.work - self.done) * self.iter_s
+        return math.inf if self.stopped else self.fin
 
 
 class SimExecutor:
@@ -86,12 +104,13 @@ class SimExecutor:
     def __init__(self, catalog: ModelCatalog | None = None, *, clock: LiveClock | None = None,
                  perf_model: str | None = None, perf_params: Mapping[str, object] | None = None,
                  start_s: float = 0.0, restart_s: float = 30.0, report_every_s: float = 60.0,
-                 checkpoint_s: float = 0.0, checkpoint_every_s: float = 600.0, actuation: str = "decision",
-                 faults: Mapping[str, Fault] | None = None) -> None:
+                 report_every_wall_s: float = 0.05, checkpoint_s: float = 0.0, checkpoint_every_s: float = 600.0,
+                 actuation: str = "decision", faults: Mapping[str, Fault] | None = None) -> None:
         for name, v in (("start_s", start_s), ("restart_s", restart_s), ("checkpoint_s", checkpoint_s)):
             if not (math.isfinite(v) and v >= 0):
                 raise ConfigError(f"{name} must be a finite number >= 0, got {v!r}", field=name)
-        for name, v in (("report_every_s", report_every_s), ("checkpoint_every_s", checkpoint_every_s)):
+        for name, v in (("report_every_s", report_every_s), ("checkpoint_every_s", checkpoint_every_s),
+                        ("report_every_wall_s", report_every_wall_s)):
             if not v > 0:
                 raise ConfigError(f"{name} must be > 0, got {v!r}", field=name)
         if actuation not in ("decision", "wall"):
@@ -103,6 +122,7 @@ class SimExecutor:
         self.start_s, self.restart_s = start_s, restart_s
         self.report_every_s, self.checkpoint_s, self.checkpoint_every_s = report_every_s, checkpoint_s, \
             checkpoint_every_s
+        self.report_every_wall_s = report_every_wall_s
         self.actuation = actuation
         self.faults = dict(faults or {})
         self.perf: PerfModel | None = None
@@ -129,12 +149,11 @@ class SimExecutor:
                               "is still running", field="launch")
         work = float(launch.options.get("work", launch.iterations))
         done = float(launch.options.get("resume_iterations", 0.0))
-        j = self.jobs[launch.job_id] = _Job(launch.job_id, launch.attempt, work, done)
-        j.last_t = t
+        startup = self.restart_s if launch.attempt > 1 else self.start_s
+        j = self.jobs[launch.job_id] = _Job(launch.job_id, launch.attempt, work, done, t, t + startup)
         self.launches += 1
         self._retime(perf.add(Placement(launch.job_id, tuple(launch.gpus), self._profile(launch))), t)
-        startup = self.restart_s if launch.attempt > 1 else self.start_s
-        self._push(t + startup, _STARTUP, j)
+        self._push(j.resume, _STARTUP, j)
 
     def revoke(self, job_id: str, grace_s: float) -> None:
         t = self._instant()
@@ -147,7 +166,8 @@ class SimExecutor:
             j.saved = j.done
             self._push(t + self.checkpoint_s, _RELEASE, j, 0.0)
         else:
-            self._push(t + grace_s, _RELEASE, j, 1.0)  # killed: j.saved stays the last periodic checkpoint
+            self._checkpoint_before(j, t)
+            self._push(t + grace_s, _RELEASE, j, 1.0)  # killed: it resumes from its last periodic checkpoint
 
     def cancel(self, job_id: str) -> None:
         t = self._instant()
@@ -207,6 +227,23 @@ class SimExecutor:
         self._advance(t)
         return max(t, self._t)
 
+    def _report_every(self) -> float:
+        """Run seconds between PROGRESS reports: ``report_every_s``, but at most one per ``report_every_wall_s`` of
+        wall time (at a large time scale a report every minute of run time would be thousands per wall second)."""
+        return max(self.report_every_s, self.report_every_wall_s * self._clock().time_scale)
+
+    def _checkpoint_before(self, j: _Job, t: float) -> None:
+        """``j.saved`` := its iterations at its last periodic checkpoint before ``t`` (every ``checkpoint_every_s``
+        since it began iterating), back-computed at its current rate."""
+        if j.began is None:
+            return
+        every = self.checkpoint_every_s
+        k = math.floor((t - j.began) / every)
+        if k < 1:
+            return  # none yet in this attempt: it resumes where it began
+        tc = j.began + k * every
+        j.saved = max(j.saved, j.done - (t - tc) / j.iter_s)
+
     def _push(self, t: float, kind: int, j: _Job, value: float = 0.0) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (t, self._seq, kind, j.job_id, j.attempt, value))
@@ -221,8 +258,7 @@ class SimExecutor:
             j = self.jobs.get(jid)
             if j is None:
                 continue
-            j.sync(t)
-            j.iter_s = it.compute_s + it.comm_s  # type: ignore[attr-defined]
+            j.retime(t, it.compute_s + it.comm_s)  # type: ignore[attr-defined]
 
     def _next_time(self) -> float:
         nxt = self._heap[0][0] if self._heap else math.inf
@@ -260,7 +296,6 @@ class SimExecutor:
         self._out.append(ExecEvent(kind, j.job_id, t, j.attempt, **kw))  # type: ignore[arg-type]
 
     def _finish(self, j: _Job, t: float) -> None:
-        j.sync(t)
         j.done = j.work
         del self.jobs[j.job_id]
         self._retime(self._perf().remove(j.job_id), t)
@@ -270,29 +305,22 @@ class SimExecutor:
         if kind == _STARTUP:
             if j.stopped:
                 return
-            j.sync(t)
-            j.iterating, j.last_t, j.last_report = True, t, (t, j.done)
-            self._emit(EventKind.STARTED, j, t, iterations=j.done)
-            self._push(t + self.report_every_s, _REPORT, j)
-            self._push(t + self.checkpoint_every_s, _CKPT, j)
+            j.last_report = (t, j.done_at(t))
+            self._emit(EventKind.STARTED, j, t, iterations=j.last_report[1])
+            j.began = t
+            self._push(t + self._report_every(), _REPORT, j)
             fault = self.faults.get(j.job_id)
             if fault is not None and fault.attempt == j.attempt:
                 self._push(t + fault.after_s, _FAULT, j)
         elif kind == _REPORT:
             if j.stopped:
                 return
-            j.sync(t)
+            done = j.done_at(t)  # a report changes nothing in the job (its arithmetic stays the simulator's)
             t0, d0 = j.last_report
-            iter_s = (t - t0) / (j.done - d0) if j.done > d0 else None
-            j.last_report = (t, j.done)
-            self._emit(EventKind.PROGRESS, j, t, iterations=j.done, iter_s=iter_s)
-            self._push(t + self.report_every_s, _REPORT, j)
-        elif kind == _CKPT:
-            if j.stopped:
-                return
-            j.sync(t)
-            j.saved = j.done
-            self._push(t + self.checkpoint_every_s, _CKPT, j)
+            iter_s = (t - t0) / (done - d0) if done > d0 else None
+            j.last_report = (t, done)
+            self._emit(EventKind.PROGRESS, j, t, iterations=done, iter_s=iter_s)
+            self._push(t + self._report_every(), _REPORT, j)
         elif kind == _RELEASE:
             del self.jobs[j.job_id]
             self._emit(EventKind.CHECKPOINTED, j, t, iterations=j.saved, killed=bool(value))
@@ -301,6 +329,7 @@ class SimExecutor:
                 return
             j.sync(t)
             fault = self.faults[j.job_id]
+            self._checkpoint_before(j, t)
             self._stop(j, t)
             del self.jobs[j.job_id]
             if fault.kind == "fail":
