@@ -32,6 +32,7 @@ def _driver(tmp: Path):
 
 @pytest.mark.slow
 def test_dashboard_shows_a_job_appear_run_and_finish(tmp_path: Path) -> None:
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -41,7 +42,9 @@ def test_dashboard_shows_a_job_appear_run_and_finish(tmp_path: Path) -> None:
         browser = _driver(tmp_path)
         try:
             browser.get(f"{url}/#token={ALICE}")
-            wait = WebDriverWait(browser, 20, poll_frequency=0.1)
+            # the page re-renders its tables every poll: an element found a moment ago may be gone
+            wait = WebDriverWait(browser, 20, poll_frequency=0.1,
+                                 ignored_exceptions=(StaleElementReferenceException, NoSuchElementException))
             wait.until(lambda b: int(b.find_element(By.TAG_NAME, "body").get_attribute("data-polls") or 0) >= 1)
             assert browser.find_element(By.ID, "error").get_attribute("hidden") is not None
             assert len(browser.find_elements(By.CSS_SELECTOR, "#gpumap .gpu")) == 64
@@ -54,10 +57,10 @@ def test_dashboard_shows_a_job_appear_run_and_finish(tmp_path: Path) -> None:
             wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, sel))
             wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, f'#gpumap .gpu[data-job="{jid}"]')) == 4)
             wait.until(lambda b: b.find_element(By.CSS_SELECTOR, sel).get_attribute("data-state") == "completed")
-            browser.find_element(By.CSS_SELECTOR, sel).click()
+            browser.execute_script("document.querySelector(arguments[0]).click()", sel)
             wait.until(lambda b: "finished" in b.find_element(By.ID, "tl-events").text)
             assert browser.find_elements(By.CSS_SELECTOR, "#timeline .seg.run")
-            assert "alice" in browser.find_element(By.ID, "tenants").text
-            assert browser.find_element(By.ID, "f-done").text.startswith("1 /")
+            wait.until(lambda b: "alice" in b.find_element(By.ID, "tenants").text)
+            wait.until(lambda b: b.find_element(By.ID, "f-done").text.startswith("1 /"))
         finally:
             browser.quit()
