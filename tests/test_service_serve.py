@@ -69,3 +69,35 @@ def test_port_in_use_is_refused(tmp_path: Path) -> None:
 def test_no_token_flag_exists(tmp_path: Path, flag: str) -> None:
     r = CliRunner().invoke(cli, ["serve", flag, "x" * 20])
     assert r.exit_code == 2 and "No such option" in r.output
+
+
+@pytest.mark.slow
+def test_sigterm_stops_gracefully_and_keeps_running_jobs_open(tmp_path: Path) -> None:
+    """uvicorn re-raises the signal it stopped on; serve still stops the loop first: the running job checkpoints
+    and stays open (queued) for the next start; exit status 143."""
+    import signal
+
+    import httpx
+
+    from ddlsched.service.store import JobStore
+    from service_helpers import ALICE, Served, auth, wait_for
+
+    db = tmp_path / "t.db"
+    srv = Served(tmp_path, db, args=("--time-scale", "10"))
+    try:
+        r = httpx.post(f"{srv.url}/api/v1/jobs", headers=auth(ALICE), json={
+            "id": "long", "name": "long", "gpus": 8, "model": "resnet50", "duration_s": 36000})
+        assert r.status_code == 201
+        wait_for(lambda: httpx.get(f"{srv.url}/api/v1/jobs/long", headers=auth(ALICE)).json()["state"] == "running")
+        assert srv.proc is not None
+        srv.proc.send_signal(signal.SIGTERM)
+        assert srv.proc.wait(30) == 143
+        assert "interrupted (SIGTERM)" in srv.output()
+    finally:
+        srv.close()
+    store = JobStore(str(db))
+    try:
+        assert store.get("long")["state"] == "queued"
+        assert [e["kind"] for e in store.events("long")] == ["submitted", "arrived", "started", "preempted"]
+    finally:
+        store.close()

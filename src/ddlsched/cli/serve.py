@@ -60,6 +60,7 @@ def serve(cluster: str, policy: str, policy_param: tuple[str, ...], db: str, exe
 
     from ddlsched.api import load_cluster
     from ddlsched.engine.run import default_catalog
+    from ddlsched.metrics.interrupts import interrupts_raise
     from ddlsched.policies.registry import make_policy
     from ddlsched.service.app import Settings, create_app
     from ddlsched.service.auth import load_tokens
@@ -96,7 +97,10 @@ def serve(cluster: str, policy: str, policy_param: tuple[str, ...], db: str, exe
         sys.stdout.flush()
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                                                timeout_graceful_shutdown=5))
-        server.run(sockets=[sock])
+        # uvicorn stops serving on SIGINT/SIGTERM, then raises the signal again: as KeyboardInterrupt, so that the
+        # loop is stopped below (running jobs checkpoint and stay open for the next start) before the exit
+        with interrupts_raise():
+            server.run(sockets=[sock])
     finally:
         if sched is not None:
             sched.stop()
