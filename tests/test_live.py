@@ -366,14 +366,18 @@ def test_submit_cancel_and_stop_from_another_thread():
 # ------------------------------------------------------------------ property: every job accounted for
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), n=st.integers(1, 14),
-       policy=st.sampled_from(["fifo", "tiresias", "delay-sched"]),
-       ckpt=st.sampled_from([0.0, 20.0]))
-def test_every_job_accounted_and_records_close(seed, n, policy, ckpt):
+       policy=st.sampled_from(["fifo", "tiresias", "delay-sched", "srtf"]),
+       ckpt=st.sampled_from([0.0, 20.0, 50.0]), grace=st.sampled_from([0.0, 30.0]))
+def test_every_job_accounted_and_records_close(seed, n, policy, ckpt, grace):
+    """Random jobs, checkpoint delays (longer than the grace: killed, work lost), lost workers and failures in any
+    attempt (srtf: a checkpoint changes a queued job's remaining work, which its sorted index must follow)."""
     jobs = _trace(seed, n)
     rng = random.Random(seed)
-    faults = {j.job_id: Fault(rng.choice(["lose", "fail"]), rng.uniform(1, 200)) for j in jobs if rng.random() < 0.2}
-    ex = SimExecutor(CAT, checkpoint_s=ckpt, checkpoint_every_s=50.0, faults=faults)
-    res = LiveRun(cluster4x4(), make_policy(policy), ex, time_scale=FAST, catalog=CAT, jobs=jobs).run()
+    faults = {j.job_id: Fault(rng.choice(["lose", "fail"]), rng.uniform(1, 300), attempt=rng.choice([1, 2]))
+              for j in jobs if rng.random() < 0.3}
+    ex = SimExecutor(CAT, checkpoint_s=ckpt, checkpoint_every_s=50.0, faults=faults, start_s=rng.choice([0.0, 3.0]))
+    res = LiveRun(cluster4x4(), make_policy(policy), ex, time_scale=FAST, catalog=CAT, jobs=jobs,
+                  checkpoint_grace_s=grace).run()
     _check_accounts(res)
     assert len(res.records) + len(res.failed) == len(jobs)  # nothing is left behind in a batch run
     assert {f["job_id"] for f in res.failed} <= {j for j, f in faults.items() if f.kind == "fail"}
@@ -459,3 +463,14 @@ def test_cancel_a_job_before_it_arrives_and_a_running_one():
     res = out["result"]
     _check_accounts(res)
     assert sorted(c["job_id"] for c in res.cancelled) == ["a", "b"] and not res.records and not res.unfinished
+
+
+def test_a_resubmitted_job_resumes_from_its_checkpoint():
+    """Crash recovery: a job submitted with done_iterations resumes there (the twin pays its restart penalty)."""
+    run = LiveRun(cluster4x4(), make_policy("fifo"), SimExecutor(CAT, restart_s=30.0), time_scale=FAST, catalog=CAT)
+    assert run.submit(JobSpec("r", 0.0, 1, "m", iterations=1000), done_iterations=600, attempt=1) is None
+    res = run.run()
+    _check_accounts(res)
+    (r,) = res.records
+    assert r["restart_s"] == pytest.approx(30.0)
+    assert r["run_s"] == pytest.approx(30.0 + 400 * 0.05)  # the 400 iterations left, alone on one GPU

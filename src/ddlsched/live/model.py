@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import math
 import time
+from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.engine.decisions import Preempt, Start
-from ddlsched.engine.fluid import FluidJob, FluidModel
+from ddlsched.engine.fluid import FluidJob, FluidModel, _first_two
 from ddlsched.engine.jobview import JobView
 from ddlsched.engine.model import ModelSettings, Requirements
 from ddlsched.engine.run import requirements_of
@@ -95,6 +96,7 @@ class LiveJob(FluidJob):
         self.w_sum = 0.0  # predicted iterations while iterating, and the predicted excess / comm over them
         self.w_het = self.w_spr = self.w_shr = self.w_con = self.w_comm = 0.0
         self.reason = ""
+        self.prior = 0.0  # iterations done before this run (a resubmitted job): not part of its record here
 
     def rate(self) -> float:
         """Seconds per iteration to extrapolate with: the physics' prediction for the job's current placement and
@@ -319,11 +321,11 @@ class LiveModel(FluidModel):
         if k is EventKind.STARTED:
             st.began(now)
         elif k is EventKind.PROGRESS:
-            st.measured(now, ev.iterations)
+            st.measured(now, ev.iterations - st.prior)
             if ev.iter_s is not None and ev.iter_s > 0 and math.isfinite(ev.iter_s):
                 st.meas_iter_s = ev.iter_s
             self._show_measured(st)
-            self._emit("progress", st.job_id, {"iterations": st.done_iters, "iter_s": ev.iter_s})
+            self._emit("progress", st.job_id, {"iterations": st.prior + st.done_iters, "iter_s": ev.iter_s})
         elif k is EventKind.FINISHED:
             self._complete(st, now)
         elif k is EventKind.FAILED:
@@ -360,7 +362,7 @@ class LiveModel(FluidModel):
         st.status = JobStatus.FAILED
         st.reason = reason
         self.failed.append({"job_id": st.job_id, "num_gpus": st.num_gpus, "time_s": now, "reason": reason,
-                            "iterations": st.done_iters, "attempts": st.attempt})
+                            "iterations": st.prior + st.done_iters, "attempts": st.attempt})
         self._mech["failures"] += 1
         self._material = True
         self._emit("failed", st.job_id, {"reason": reason})
@@ -370,13 +372,13 @@ class LiveModel(FluidModel):
         rate = st.rate()
         self._release(st, now)
         st.gpus = ()
-        lost = st.lose(ev.iterations, rate)
+        lost = st.lose(ev.iterations - st.prior, rate)
         st.preemptions += 1
         st.started = st.launched = False
         self._mech["lost_workers"] += 1
         self._enqueue(st, now, in_order=False)
         self._material = True
-        self._emit("lost", st.job_id, {"iterations": st.done_iters, "lost_iterations": lost,
+        self._emit("lost", st.job_id, {"iterations": st.prior + st.done_iters, "lost_iterations": lost,
                                        "reason": ev.reason})
 
     def _checkpointed(self, st: LiveJob, ev: ExecEvent, now: float) -> None:
@@ -385,16 +387,34 @@ class LiveModel(FluidModel):
         self._undrain(st)
         if st.status is JobStatus.RUNNING:
             st.sync(now)  # restarted meanwhile (deferred): waiting for this checkpoint
+        queued = st.status is JobStatus.PENDING
+        if queued:  # its iterations change while it is queued: out of the sorted indexes, and back in after
+            self._unindex(st)
         killed = ev.killed or ev.kind is EventKind.LOST
         if killed:  # work since its last checkpoint is lost (valued at the extrapolated progress at the revoke)
             st.done_iters = st.revoked_iters
-            lost = st.lose(ev.iterations, st.lost_rate)
+            lost = st.lose(ev.iterations - st.prior, st.lost_rate)
             self._mech["killed_revocations"] += 1
         else:  # it saved its state at the lease's end: nothing lost (the count corrects the extrapolation)
             lost = 0.0
-            st.done_iters = min(max(ev.iterations, 0.0), st.work)
-        self._emit("preempted", st.job_id, {"iterations": st.done_iters, "killed": killed, "lost_iterations": lost})
+            st.done_iters = min(max(ev.iterations - st.prior, 0.0), st.work)
+        if queued:
+            self._reindex(st)
+        self._emit("preempted", st.job_id, {"iterations": st.prior + st.done_iters, "killed": killed,
+                                            "lost_iterations": lost})
         self._launch_ready(now)
+
+    def _unindex(self, st: LiveJob) -> None:
+        """Take a queued job out of the policies' sorted indexes (``pending_sorted``: keys are static while a job is
+        queued in a simulation; here a checkpoint's count may change its remaining work)."""
+        view = st.view
+        for key, idx in self._indexes.items():
+            del idx[bisect_left(idx, (key(view), view.seq), key=_first_two)]
+
+    def _reindex(self, st: LiveJob) -> None:
+        view = st.view
+        for key, idx in self._indexes.items():
+            insort(idx, (key(view), view.seq, view), key=_first_two)
 
     def _undrain(self, st: LiveJob) -> None:
         for g in self._draining_jobs.pop(st.job_id, ()):
@@ -451,9 +471,10 @@ class LiveModel(FluidModel):
         gpu_server = self._gpu_server
         launch = Launch(job_id=st.job_id, attempt=st.attempt, spec=st.spec, gpus=st.gpus,
                         servers=tuple(names[gpu_server[g]] for g in st.gpus),
-                        iterations=max(1, round(st.work)), ideal_iter_s=st.ideal_iter_s,
+                        iterations=max(1, round(st.prior + st.work)), ideal_iter_s=st.ideal_iter_s,
                         predicted_iter_s=(p.compute_s + p.comm_s) if p is not None else math.nan,
-                        options={"work": st.work, "resume_iterations": st.done_iters, "profile": st.profile})
+                        options={"work": st.prior + st.work, "resume_iterations": st.prior + st.done_iters,
+                                 "profile": st.profile})
         self._call(self.executor.launch, now, launch)
         mark = self._finish_mark
         if mark is not None:
@@ -462,7 +483,7 @@ class LiveModel(FluidModel):
             self.latency_s.append(max(0.0, wall - mark[1]))
             self._finish_mark = None
         self._emit("started", st.job_id, {"gpus": list(st.gpus), "attempt": st.attempt,
-                                          "iterations": st.done_iters})
+                                          "iterations": st.prior + st.done_iters})
 
     def _call(self, fn: Callable[..., Any], now: float, *args: Any) -> Any:
         clock = self.clock
@@ -507,7 +528,8 @@ class LiveModel(FluidModel):
             self._call(self.executor.revoke, now, st.job_id, self.grace_s)
         else:
             self._deferred.pop(st.job_id, None)  # never reached the executor: nothing to revoke
-            self._emit("preempted", st.job_id, {"iterations": st.done_iters, "killed": False, "lost_iterations": 0.0})
+            self._emit("preempted", st.job_id, {"iterations": st.prior + st.done_iters, "killed": False,
+                                                "lost_iterations": 0.0})
         self._enqueue(st, now, in_order=False)
         if self._audit:
             self.ctx.audit("preempt", st.job_id, st.done_iters)
@@ -561,10 +583,10 @@ class LiveModel(FluidModel):
             self._launch_ready(now)
         st.status = JobStatus.CANCELLED
         self.cancelled.append({"job_id": job_id, "num_gpus": st.num_gpus, "time_s": now,
-                               "iterations": st.done_iters})
+                               "iterations": st.prior + st.done_iters})
         self._mech["cancellations"] += 1
         self._material = True
-        self._emit("cancelled", job_id, {"iterations": st.done_iters})
+        self._emit("cancelled", job_id, {"iterations": st.prior + st.done_iters})
         return True
 
     def stop(self, deadline_wall_s: float) -> None:

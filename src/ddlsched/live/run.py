@@ -300,8 +300,9 @@ class LiveRun:
             self._changed(arrival, spec.job_id, "rejected", {"reason": reason})
             return reason
         assert isinstance(st, LiveJob)
-        if done_iterations > 0:
-            st.done_iters = min(float(done_iterations), st.work)
+        if done_iterations > 0:  # its record here covers the iterations left (executors see absolute counts)
+            st.prior = min(float(done_iterations), st.work)
+            st.work -= st.prior
             st.attempt = max(0, int(attempt))
             st.preemptions = max(st.preemptions, 1 if attempt > 0 else 0)
         return None
@@ -314,8 +315,8 @@ class LiveRun:
         if st.status is JobStatus.PENDING and job_id not in model.pending:  # submitted, not arrived yet
             st.status = JobStatus.CANCELLED  # the model drops it when it arrives
             model.cancelled.append({"job_id": job_id, "num_gpus": st.num_gpus, "time_s": core.now,
-                                    "iterations": st.done_iters})
-            self._changed(core.now, job_id, "cancelled", {"iterations": st.done_iters})
+                                    "iterations": st.prior + st.done_iters})
+            self._changed(core.now, job_id, "cancelled", {"iterations": st.prior + st.done_iters})
             return True
         return model.cancel(job_id)
 
@@ -328,13 +329,18 @@ class LiveRun:
     def _snapshot(self) -> dict[str, Any]:
         model, core = self.model, self.core
         states = model.states
-        pending = [{"job_id": v.job_id, "num_gpus": v.num_gpus, "iterations": states[v.job_id].done_iters,
-                    "total_iterations": states[v.job_id].work} for v in model.pending_views()]
+        pending = []
+        for v in model.pending_views():
+            s = states[v.job_id]
+            assert isinstance(s, LiveJob)
+            pending.append({"job_id": v.job_id, "num_gpus": v.num_gpus, "iterations": s.prior + s.done_iters,
+                            "total_iterations": s.prior + s.work})
         running = []
         for st in model.running.values():
             assert isinstance(st, LiveJob)
             running.append({"job_id": st.job_id, "num_gpus": st.num_gpus, "gpus": list(st.gpus),
-                            "iterations": st.done_iters, "total_iterations": st.work, "attempt": st.attempt,
+                            "iterations": st.prior + st.done_iters, "total_iterations": st.prior + st.work,
+                            "attempt": st.attempt,
                             "launched": st.launched, "started": st.started})
         return {"now": self.clock.now(), "state": self._state, "pending": pending, "running": running,
                 "counts": {"submitted": self.submitted, "completed": len(core.records),
