@@ -60,3 +60,8 @@ validate-root:
 	@test "$$(id -u)" = 0 || { echo "make validate needs root (network namespaces, veth, tc qdiscs): run it from a root shell; it does not call sudo (docs/validation.md)" >&2; exit 2; }
 validate: validate-root $(STAMP)
 	$(VENV)/bin/ddlsched testbed validate --out results/validation $(if $(DOC),--doc $(DOC))
+
+# sim-vs-live fidelity: a trace slice live on the emulated testbed with Ray, every policy (root; ≈ 1 h; docs/live-ray.md)
+.PHONY: live-validate
+live-validate: $(STAMP)
+	$(PY) benchmarks/live_validate.py --out results/live-validate

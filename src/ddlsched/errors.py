@@ -37,3 +37,8 @@ class ConfigError(InputError):
 
 class SimulationError(DdlschedError):
     """An invariant of the simulation was broken (a bug or an invalid policy decision)."""
+
+
+class ClairvoyanceError(SimulationError):
+    """A policy that did not declare ``Requirements(clairvoyant=True)`` read a job's duration (iterations, ideal run
+    time, remaining work) from its view (``ddlsched.engine.jobview``)."""

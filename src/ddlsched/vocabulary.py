@@ -150,6 +150,11 @@ MECHANISMS: dict[str, str] = {
     "lp_rounds": "fair-maxmin-het: rounds whose shares came from the LP (HiGHS)",
     "lp_fallbacks": "fair-maxmin-het: rounds without an LP optimum (or without highspy): jobs in arrival order on "
                     "their fastest types",
+    "predicted_jobs": "hindsight: finished jobs that had a size prediction at their first start (a group with enough "
+                      "finished jobs)",
+    "predictor_median_rel_error": "hindsight: median over predicted_jobs of |predicted − actual| / actual GPU-time "
+                                  "(the prediction: its group's median at the job's first start)",
+    "starvation_promotions": "hindsight: queued jobs promoted to the first class by the starvation guard",
 }
 
 REPRODUCTION_METRICS: dict[str, str] = {

@@ -11,9 +11,12 @@ from rich.markup import escape
 
 from ddlsched.cli.catalog import policies_cmd, reproduce
 from ddlsched.cli.common import err_console
+from ddlsched.cli.job import job
+from ddlsched.cli.live import live
 from ddlsched.cli.native import native
 from ddlsched.cli.report import report
 from ddlsched.cli.run import compare, simulate
+from ddlsched.cli.serve import serve
 from ddlsched.cli.sweep import sweep
 from ddlsched.cli.testbed import testbed
 from ddlsched.cli.traces import traces
@@ -26,10 +29,14 @@ def cli() -> None:
     """Compare scheduling policies for distributed deep-learning training on a shared GPU cluster."""
 
 
-EXTRAS = {"matplotlib": "plots", "pyarrow": "parquet", "ray": "ray", "torch": "testbed"}
+EXTRAS = {"matplotlib": "plots", "pyarrow": "parquet", "ray": "ray", "torch": "testbed", "fastapi": "service",
+          "uvicorn": "service", "sqlalchemy": "service", "httpx": "service"}
 """Optional dependency → the ``ddlsched[...]`` extra that installs it."""
 
 for _cmd in (simulate, compare, policies_cmd, reproduce, traces, sweep, report, testbed, native):
+    cli.add_command(_cmd)
+cli.add_command(live)
+for _cmd in (serve, job):  # the service and its client (docs/service.md)
     cli.add_command(_cmd)
 
 

@@ -20,7 +20,7 @@ def policies_cmd(plugins: tuple[str, ...]) -> None:
     from ddlsched.policies.registry import policy_rows
 
     t = Table(title="policies (ORDER+PLACEMENT composes a baseline; a bare ORDER uses consolidated)")
-    for col in ("name", "execution model", "family", "description"):
+    for col in ("name", "execution model", "family", "description", "clairvoyant"):
         t.add_column(col)
     for row in policy_rows():
         t.add_row(*row)

@@ -308,6 +308,9 @@ def run_one(policy_name: str, policy_params: dict[str, Any], cluster: Any, workl
     summary = write_run(result, out, parquet=kw["parquet"],
                         extra={"trace": str(kw["trace_path"]), "load_scale": kw["load_scale"], **rows},
                         window=measurement_window(kw))
+    if not kw["quiet"]:
+        for note in result.notes:  # the engine's and the policy's (Policy.run_notes: a mechanism it disabled)
+            err_console.print(f"note: {note}")
     if result.rejected:
         err_console.print(f"[yellow]warning:[/] {len(result.rejected)} job(s) rejected as impossible on "
                           f"{cluster.name} (see {(shown_as or out) / 'rejected.csv'}); "
@@ -332,7 +335,7 @@ def summary_table(rows: list[dict[str, Any]], title: str) -> Table:
             ("median JCT h", "median_jct_s", "h"), ("p99 JCT h", "p99_jct_s", "h"), ("makespan h", "makespan_s", "h"),
             ("avg queue h", "avg_queueing_s", "h"), ("comm ovh %", "comm_overhead_pct", "{:.1f}"),
             ("realised load", "gpu_utilization_window", "{:.2f}"), ("run/ideal p50 p95", "_slowdowns", "{}"),
-            ("preempt", "preemptions", "{:d}"), ("wall s", "_wall_s", "{:.1f}")]
+            ("preempt", "preemptions", "{:d}"), ("clairvoyant", "_clairvoyant", "{}"), ("wall s", "_wall_s", "{:.1f}")]
     for name, *_ in cols:
         t.add_column(name, justify="left" if name == "policy" else "right", no_wrap=name == "policy")
     for r in rows:
@@ -342,6 +345,10 @@ def summary_table(rows: list[dict[str, Any]], title: str) -> Table:
             if key == "_slowdowns":
                 lo, hi = r.get("median_slowdown"), r.get("p95_slowdown")
                 v = f"{lo:.2f} {hi:.2f}" if isinstance(lo, float) and isinstance(hi, float) else None
+            elif key == "_clairvoyant":  # Requirements.clairvoyant of the policy as run (may it know durations)
+                from ddlsched.policies.registry import clairvoyant
+                flag = clairvoyant(str(r.get("policy")), r.get("policy_params") or {})
+                v = "?" if flag is None else "yes" if flag else "no"
             if v is None or (isinstance(v, float) and v != v):
                 cells.append("-")
             elif fmt == "h":

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -98,7 +99,10 @@ def testbed() -> None:
 @nic_opt
 @scale_opt
 @fair_opt
-def up(spec: str, nic_mbit: float, scale: float | None, fair: int) -> None:
+@click.option("--ray", "with_ray", is_flag=True,
+              help="Also start a Ray node in every server namespace (head in ddl-s0) for live runs "
+                   "(docs/live-ray.md); 'testbed down' stops them.")
+def up(spec: str, nic_mbit: float, scale: float | None, fair: int, with_ray: bool) -> None:
     """Build the emulated cluster and leave it up."""
     from ddlsched.testbed.fabric import bring_up
 
@@ -108,6 +112,16 @@ def up(spec: str, nic_mbit: float, scale: float | None, fair: int) -> None:
     except DdlschedError as e:
         _fail(e)
     click.echo(f"up: {sc.describe()} — {len(fab.namespaces)} namespaces (scale {meta['scale']:g})")
+    if with_ray:
+        from ddlsched.testbed.rayup import start_ray
+
+        try:
+            address = start_ray(fab)
+        except (DdlschedError, OSError, subprocess.SubprocessError) as e:
+            teardown()
+            _fail(DdlschedError(f"{e} (the testbed was taken down)"))
+        click.echo(f"ray: {sc.num_servers} nodes, head {address}; a driver runs inside a server namespace: "
+                   f"ip netns exec ddl-s0 ddlsched live run --executor ray --executor-opt address={address} …")
 
 
 @testbed.command()

@@ -121,7 +121,7 @@ class Core:
             if collecting:
                 gc.enable()
 
-    def _prepare_states(self, jobs: Sequence[JobSpec]) -> list[JobState]:
+    def _prepare_states(self, jobs: Sequence[JobSpec], first_seq: int = 0) -> list[JobState]:
         model, cluster = self.model, self.cluster
         arrivals: list[float] = [spec.arrival_s for spec in jobs]
         order: Sequence[int] = range(len(jobs))  # already in arrival order (loaders sort): what the sort gives
@@ -133,7 +133,7 @@ class Core:
         seen = self._ids
         out: list[JobState] = []
         profiles: dict[str, ModelProfile] = {}  # the catalog's answers, looked up once per model name
-        for seq, i in enumerate(order):
+        for seq, i in enumerate(order, first_seq):
             spec = jobs[i]
             if spec.job_id in seen:
                 raise SimulationError(f"duplicate job id {spec.job_id!r} ({spec.source})")
@@ -162,7 +162,7 @@ class Core:
             raise SimulationError(f"job {spec.job_id!r} submitted at {spec.arrival_s} s, before the last arrival "
                                   f"({self.arrivals[-1].arrival_s} s)")
         before = len(self.rejected)
-        states = self._prepare_states([spec])
+        states = self._prepare_states([spec], len(self._ids))  # its rank: after every job given so far
         if len(self.rejected) > before:
             return None
         self.arrivals.append(states[0])

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ddlsched._mypyc import mypyc_attr
 from ddlsched.cluster.topology import Cluster
 from ddlsched.engine.allocation import FreeGPUs
 from ddlsched.engine.decisions import Preempt, Start
@@ -50,6 +51,7 @@ def _first_two(entry: tuple[Any, int, JobView]) -> tuple[Any, int]:
     return entry[0], entry[1]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 @dataclass(slots=True, eq=False, init=False)
 class FluidJob(JobState):
     """A job in the fluid model. Progress is accounted lazily: ``sync(now)`` brings the accounts up to ``now``.
@@ -153,6 +155,7 @@ class FluidJob(JobState):
         self.last_t = now
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FluidModel(ExecutionModel):
     name = "fluid"
     description = "jobs advance at constant rates between events; physics from --perf-model"

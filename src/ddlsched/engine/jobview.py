@@ -1,4 +1,10 @@
-"""The read-only window a fluid-model policy gets on one job (time-dependent figures as of the engine's now)."""
+"""The read-only window a fluid-model policy gets on one job (time-dependent figures as of the engine's now).
+
+Durations are clairvoyant knowledge: a view made for a run whose policy does not declare
+``Requirements(clairvoyant=True)`` raises :class:`~ddlsched.errors.ClairvoyanceError` on ``spec`` (it carries the
+trace's iterations or duration), ``total_iters``, ``ideal_run_s``, ``done_iters``, ``remaining_iters`` and
+``remaining_ideal_s``. What a real scheduler knows at submission (GPUs, user, model, GPU type, arrival) and what the
+run has shown (executed time, attained service, iteration time, status) stays readable."""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ddlsched._mypyc import mypyc_attr
 from ddlsched.engine.state import JobStatus
+from ddlsched.errors import ClairvoyanceError
 from ddlsched.perf.base import IterationTime
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.profiles import ModelProfile
@@ -17,12 +24,18 @@ if TYPE_CHECKING:
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class JobView:
-    __slots__ = ("_ctx", "_s", "job_id")
+    __slots__ = ("_blind", "_ctx", "_s", "job_id")
 
     def __init__(self, state: FluidJob, ctx: EngineContext) -> None:
         self._s = state
         self._ctx = ctx
         self.job_id: str = state.spec.job_id
+        self._blind: bool = not _clairvoyant_run(ctx)
+
+    def _refuse(self, what: str) -> None:
+        raise ClairvoyanceError(
+            f"job {self.job_id}: the policy read {what!r}, a job duration, but is not clairvoyant; declare "
+            "Requirements(clairvoyant=True) if it may know durations (docs/adding-a-policy.md)")
 
     def __repr__(self) -> str:
         return f"JobView({self.job_id}, {self.status.value}, gpus={self.num_gpus})"
@@ -30,7 +43,25 @@ class JobView:
     # static
     @property
     def spec(self) -> JobSpec:
+        """The trace's job (clairvoyant: it carries iterations or duration; see ``user``, ``model_name``)."""
+        if self._blind:
+            self._refuse("spec")
         return self._s.spec
+
+    @property
+    def user(self) -> str | None:
+        """The submitting user or tenant, where the trace has one."""
+        return self._s.spec.user
+
+    @property
+    def model_name(self) -> str:
+        """The job's model (or job name) as the trace gives it."""
+        return self._s.spec.model
+
+    @property
+    def gpu_type(self) -> str | None:
+        """The GPU type the job asked for, where the trace has one."""
+        return self._s.spec.gpu_type
 
     @property
     def profile(self) -> ModelProfile:
@@ -56,6 +87,8 @@ class JobView:
 
     @property
     def total_iters(self) -> float:
+        if self._blind:
+            self._refuse("total_iters")
         return self._s.work
 
     @property
@@ -65,6 +98,8 @@ class JobView:
 
     @property
     def ideal_run_s(self) -> float:
+        if self._blind:
+            self._refuse("ideal_run_s")
         return self._s.ideal_run_s
 
     # dynamic
@@ -101,16 +136,22 @@ class JobView:
 
     @property
     def done_iters(self) -> float:
+        if self._blind:
+            self._refuse("done_iters")
         return self._synced().done_iters
 
     @property
     def remaining_iters(self) -> float:
+        if self._blind:
+            self._refuse("remaining_iters")
         s = self._synced()
         return s.work - s.done_iters
 
     @property
     def remaining_ideal_s(self) -> float:
         """Remaining work in ideal seconds (clairvoyant; used by SJF/SRTF)."""
+        if self._blind:
+            self._refuse("remaining_ideal_s")
         return self.remaining_iters * self._s.ideal_iter_s
 
     @property
@@ -143,3 +184,9 @@ class JobView:
     @property
     def last_start(self) -> float | None:
         return self._s.last_start
+
+
+def _clairvoyant_run(ctx: object) -> bool:
+    """Whether the run's policy declared it may know durations (a context without a policy: yes, e.g. a test's)."""
+    req = getattr(getattr(ctx, "policy", None), "requirements", None)
+    return req is None or bool(getattr(req, "clairvoyant", True))

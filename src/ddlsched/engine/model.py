@@ -31,13 +31,16 @@ class Requirements:
       slowdown to the chosen network physics);
     * ``model_params``: defaults for the execution model's parameters (a user's ``--model-param`` wins);
     * ``gang``: a job needs all its GPUs at once (so a job larger than the cluster is rejected); relaxed-sync
-      policies of the rounds model set it False (a round's tasks may share fewer GPUs).
+      policies of the rounds model set it False (a round's tasks may share fewer GPUs);
+    * ``clairvoyant``: the policy may know job durations (iterations, ideal run time, remaining work). False (the
+      default): the fluid model's job views refuse to give them (``engine/jobview.py``, ``ClairvoyanceError``).
     """
 
     model: str = "fluid"
     preemptive: bool = False
     jobs_per_gpu: int = 1
     gang: bool = True
+    clairvoyant: bool = False
     model_params: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -431,6 +431,21 @@ class RoundsModel(ExecutionModel):
                         sync = self.sync_alone(profile, gpus)
                         if compute + sync < best[0]:
                             best = (compute + sync, sync)
+            # A round may mix types (fast GPUs taking several tasks while slow ones take one), which no set above
+            # holds: bound compute by the k fastest GPUs and synchronisation by the tightest k GPUs of any type,
+            # each on its own, so the ideal stays below every round (it was not: issue 30, "below its ideal").
+            by_speed = sorted((speeds[c.gpu_type[g]] for g in range(c.num_gpus)), reverse=True)
+            top = 0.0
+            for k in range(1, width + 1):
+                top += by_speed[k - 1]
+                compute = max(n * profile.compute_s / top, profile.compute_s / by_speed[0])
+                sync = math.inf
+                for b in nics if k > 1 else nics[-1:]:
+                    gpus = c.consolidated_gpus(k, min_nic_Bps=b)
+                    if gpus is not None:
+                        sync = min(sync, self.sync_alone(profile, gpus))
+                if compute + sync < best[0]:
+                    best = (compute + sync, sync)
             out = (ref.reference_iter_s, best[0], best[1])
         self._ideal_cache[key] = out
         return out

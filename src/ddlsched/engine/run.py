@@ -147,7 +147,11 @@ def _run_frozen(core: Core) -> SimResult:
     if frozen_here:
         gc.freeze()
     try:
-        return core.run()
+        result = core.run()
+        notes = getattr(core.policy, "run_notes", None)  # Policy.run_notes: e.g. a mechanism the policy disabled
+        if notes is not None:
+            result.notes.extend(notes())
+        return result
     finally:
         core.release()  # freed by reference counting now, not left to the next full collection
         if frozen_here:

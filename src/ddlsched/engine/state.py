@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ddlsched._mypyc import mypyc_attr
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.profiles import ModelProfile
 
@@ -20,8 +21,11 @@ class JobStatus(Enum):
     RUNNING = "running"
     DONE = "done"
     REJECTED = "rejected"
+    FAILED = "failed"  # live runs only: the job's code failed (ddlsched.live)
+    CANCELLED = "cancelled"  # live runs only: cancelled by its submitter
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # the live model's job (ddlsched.live.model) subclasses FluidJob
 @dataclass(slots=True, eq=False)
 class JobState:
     """Common per-job state. ``work`` is the job's iterations (or synchronisation rounds); ``ideal_iter_s`` one

@@ -67,7 +67,7 @@ class TaskDagPolicy(Policy):
     """One point of the Wang 2020 design space (see the module docstring); variants fix some choices."""
 
     family = "wang2020"
-    requirements = Requirements(model="taskdag")
+    requirements = Requirements(model="taskdag", clairvoyant=True)  # ssf order / srsf priority / LWF sizes
     comm: ClassVar[str] = "adadual"
     n_way: ClassVar[int] = 1
     default_picker: ClassVar[str] = "lwf"

@@ -30,6 +30,11 @@ class Policy(ABC):
     def reset(self) -> None:  # noqa: B027 - optional hook
         """Forget state kept from a previous run."""
 
+    def run_notes(self) -> list[str]:
+        """Lines for the run's notes (e.g. a mechanism the policy disabled because the trace lacks a field); read
+        once after the run."""
+        return []
+
     def mechanisms(self) -> dict[str, float]:
         """Counts of how often the policy's own mechanisms fired in the run (e.g. delayed placements); names are
         documented in ``ddlsched.vocabulary.MECHANISMS``. Reported in the summary under ``mechanisms``."""

@@ -34,7 +34,7 @@ class OrderedPolicy(Policy):
         self.ordering = ordering
         self.placement = placement
         self.backfill = backfill
-        self.requirements = Requirements(preemptive=ordering.preemptive)
+        self.requirements = Requirements(preemptive=ordering.preemptive, clairvoyant=ordering.clairvoyant)
         self.name = name or f"{ordering.name}+{placement.name}"
         # strict FIFO whose head found no place: (free-GPU changes, head) at that pass (see _non_preemptive)
         self._blocked: tuple[int, str] | None = None

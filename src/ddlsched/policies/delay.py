@@ -84,11 +84,13 @@ class DelayScheduling(Policy):
         self.initial_timers = {HIGH: float(timer_high), MEDIUM: float(timer_medium), LOW: float(timer_low)}
         self.timers = dict(self.initial_timers)
         self.preemption = bool(preemption)
-        self.requirements = Requirements(preemptive=self.preemption)
         self.preempt_wait = preempt_wait
         self.max_preemptions = max_preemptions
         autotune = autotune if autotune is not None else self.default_autotune
         self.autotune = ALIASES.get(autotune, autotune) if autotune else None
+        # durations are read by the sjf order, the victim choice (remaining work) and the timer tuners
+        self.requirements = Requirements(preemptive=self.preemption, clairvoyant=order == "sjf" or self.preemption
+                                         or self.autotune is not None)
         if self.autotune is not None and self.autotune not in TUNERS:
             raise ValueError(f"autotune must be one of {sorted(TUNERS)} (or A/B/C)")
         self.tuner_params = dict(tuner_params or {})
@@ -348,6 +350,7 @@ class DelaySchedAutotune(DelayScheduling):
     name = "delay-sched-autotune"
     description = "delay scheduling with auto-tuned timers (autotune=search|feedback|analytic)"
     default_autotune = "search"
+    paper_scale_jobs = 8_750  # measured (issue 30): jobs done in the first minute, docs/policies/README.md
 
 
 @register

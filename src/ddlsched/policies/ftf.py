@@ -16,6 +16,7 @@ from typing import Literal
 
 from ddlsched.cluster.tenants import TenantSet
 from ddlsched.engine.jobview import JobView
+from ddlsched.engine.model import Requirements
 from ddlsched.engine.view import SchedulerView
 from ddlsched.policies.fair_rounds import RoundPolicy
 from ddlsched.policies.registry import register
@@ -26,6 +27,7 @@ class FinishTimeFairness(RoundPolicy):
     name = "ftf"
     description = "finish-time fairness: largest estimated rho (Themis) first, in rounds (clairvoyant)"
     family = "fairness"
+    requirements = Requirements(model="fluid", preemptive=True, clairvoyant=True)  # reads remaining work
 
     def __init__(self, round_s: float = 360.0,
                  placement: Literal["consolidated", "pack", "first_fit"] = "consolidated") -> None:

@@ -62,9 +62,9 @@ def _rel_speed(job: TaskJob, gtype: str) -> float:
     return round(inv[gtype] / (sum(inv.values()) / len(inv)), 6)
 
 
-def _rounds(switch_s: float | None, gang: bool = False) -> Requirements:
+def _rounds(switch_s: float | None, gang: bool = False, clairvoyant: bool = False) -> Requirements:
     """Rounds execution model; a policy-level ``switch_s`` sets the model's switching cost (ablations)."""
-    return Requirements(model="rounds", preemptive=True, gang=gang,
+    return Requirements(model="rounds", preemptive=True, gang=gang, clairvoyant=clairvoyant,
                         model_params={} if switch_s is None else {"switch_s": float(switch_s)})
 
 
@@ -74,10 +74,11 @@ class _TaskPolicy(Policy):
     family = "chen2024"
     requirements = _rounds(None)
     gang = False
+    clairvoyant = False  # True where the candidate order reads job sizes
 
     def __init__(self, guard: bool = True, switch_s: NonNegativeFloat | None = None) -> None:
         self.guard = bool(guard)
-        self.requirements = _rounds(switch_s, gang=self.gang)
+        self.requirements = _rounds(switch_s, gang=self.gang, clairvoyant=self.clairvoyant)
         self.reset()
 
     def reset(self) -> None:
@@ -207,6 +208,8 @@ class HareOffline(_TaskPolicy):
 
     name = "hare-offline"
     description = "Hare offline heuristic: Smith's rule on hetero-normalised size, guarded EFT task dispatch"
+    requirements = _rounds(None, clairvoyant=True)
+    clairvoyant = True
 
     def __init__(self, guard: bool = True, remaining: bool = False, switch_s: NonNegativeFloat | None = None) -> None:
         super().__init__(guard, switch_s)
@@ -234,6 +237,7 @@ class Hlas(_TaskPolicy):
 
     name = "hlas"
     description = "Hare online HLAS: hetero-normalised LAS queues, starvation guard, hetero tie-break, relaxed sync"
+    paper_scale_jobs = 1_850  # measured (issue 30): jobs done in the first minute, docs/policies/README.md
 
     def __init__(self, thresholds: Sequence[PositiveFloat] = (3600.0, 36000.0),
                  starvation_factor: NonNegativeFloat = 2.0, tie_break: Literal["hetero", "fifo"] = "hetero",
@@ -272,6 +276,7 @@ class HareNaiveSwitch(Hlas):
 
     name = "hare-naive-switch"
     description = "Ablation: HLAS with a naive runtime's task-switching cost (switch_s=3 s)"
+    paper_scale_jobs = None  # not measured
 
     def __init__(self, thresholds: Sequence[PositiveFloat] = (3600.0, 36000.0),
                  starvation_factor: NonNegativeFloat = 2.0, tie_break: Literal["hetero", "fifo"] = "hetero",
@@ -285,6 +290,7 @@ class HareGang(Hlas):
 
     name = "hare-gang"
     description = "Ablation: HLAS order with gang rounds (no relaxed sync)"
+    paper_scale_jobs = None  # not measured
     gang = True
 
     def schedule(self, view: HareView) -> list[Any]:
@@ -331,12 +337,12 @@ class _GangLease(Policy):
     family = "chen2024"
     requirements = _rounds(None, gang=True)
     hetero_aware = False
-
+    clairvoyant = False  # True where the key reads remaining work
     def __init__(self, tick_s: PositiveFloat = 60.0, switch_s: NonNegativeFloat | None = None) -> None:
         if tick_s <= 0:
             raise ConfigError("must be > 0", field="tick_s")
         self.tick_s = float(tick_s)
-        self.requirements = _rounds(switch_s, gang=True)
+        self.requirements = _rounds(switch_s, gang=True, clairvoyant=self.clairvoyant)
         self._next = 0.0
 
     def reset(self) -> None:
@@ -447,6 +453,8 @@ class SrtfHet(_GangLease):
 
     name = "srtf-het"
     description = "SRTF gang (clairvoyant), heterogeneity-unaware"
+    requirements = _rounds(None, gang=True, clairvoyant=True)
+    clairvoyant = True
 
     def key(self, view: HareView, j: TaskJob) -> Any:
         return j.remaining_ref_s

@@ -35,7 +35,7 @@ class HareAlg1(Policy):
     name = "hare-alg1"
     family = "chen2024"
     description = "Hare offline Algorithm 1: LP relaxation (HiGHS, greedy fallback) -> H order -> earliest-free GPU"
-    requirements = Requirements(model="rounds", preemptive=True, gang=False)
+    requirements = Requirements(model="rounds", preemptive=True, gang=False, clairvoyant=True)
 
     def __init__(self, solver: Literal["auto", "highs", "greedy"] = "auto", intervals: PositiveInt = 40,
                  gpu_choice: Literal["earliest", "fastest"] = "earliest") -> None:

@@ -77,7 +77,7 @@ class Allox(Policy):
     paper_scale_jobs = 7_500
     family = "chen2024"
     description = "Sched_Allox (Hare's baseline): min-cost job-to-GPU matching, one GPU per job"
-    requirements = Requirements(model="rounds", preemptive=True, gang=False)
+    requirements = Requirements(model="rounds", preemptive=True, gang=False, clairvoyant=True)
 
     def __init__(self, window: PositiveInt = 32) -> None:
         self.window = int(window)

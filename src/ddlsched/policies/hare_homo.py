@@ -30,7 +30,8 @@ class SchedHomo(Policy):
     name = "sched-homo"
     family = "chen2024"
     description = "Sched_Homo (Hare's baseline): weighted Smith's rule assuming identical GPUs, relaxed sync"
-    requirements = Requirements(model="rounds", preemptive=True, gang=False)
+    paper_scale_jobs = 1_800  # measured (issue 30): jobs done in the first minute, docs/policies/README.md
+    requirements = Requirements(model="rounds", preemptive=True, gang=False, clairvoyant=True)
 
     def reset(self) -> None:
         self._started: set[str] = set()

@@ -32,6 +32,7 @@ class Ordering(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     preemptive: ClassVar[bool] = False
+    clairvoyant: ClassVar[bool] = False  # the key reads job durations (Requirements.clairvoyant)
     static: ClassVar[bool] = False  # key never changes while a job is queued (lets the engine index it)
 
     @abstractmethod
@@ -83,6 +84,7 @@ class Fifo(Ordering):
 class Sjf(Ordering):
     name = "sjf"
     description = "shortest job first by ideal run time (non-preemptive, clairvoyant)"
+    clairvoyant = True
     static = True
 
     def key(self, job: JobView) -> Any:
@@ -94,6 +96,7 @@ class Srtf(Ordering):
     name = "srtf"
     description = "shortest remaining time first (preemptive, clairvoyant)"
     preemptive = True
+    clairvoyant = True
 
     def key(self, job: JobView) -> Any:
         return (job.remaining_ideal_s, job.seq)

@@ -42,6 +42,8 @@ class QuotaPolicy(Policy):
     def __init__(self, order: InnerOrder = "fifo", reclaim: Literal["never", "cohort", "always"] = "always",
                  placement: Literal["consolidated", "pack", "first_fit"] = "consolidated") -> None:
         self.order = order
+        # sjf inside a tenant reads the jobs' ideal run times: clairvoyant (fifo and las are not)
+        self.requirements = Requirements(model="fluid", preemptive=True, clairvoyant=order == "sjf")
         self.reclaim = reclaim
         self.placement = PLACEMENTS[placement]()
         self._key = inner_key(order)

@@ -60,6 +60,7 @@ _BUILTIN_MODULES = (
     "ddlsched.policies.fair_maxmin",
     "ddlsched.policies.fair_maxmin_het",
     "ddlsched.policies.ftf",
+    "ddlsched.policies.hindsight",
 )
 _loaded = False
 _plugins: dict[str, str] = {}  # spec -> module name
@@ -301,15 +302,32 @@ def list_policies() -> list[tuple[str, str]]:
     return out
 
 
-def policy_rows() -> list[tuple[str, str, str, str]]:
-    """(name, execution model, family, description) of every policy, for ``ddlsched policies``."""
+def policy_rows() -> list[tuple[str, str, str, str, str]]:
+    """(name, execution model, family, description, clairvoyant yes/no) of every policy, for ``ddlsched policies``.
+    Clairvoyant: the policy may know job durations (``Requirements.clairvoyant``; as built with default
+    parameters)."""
     _load_builtins()
-    rows = [(f"{o.name}+{p.name}", "fluid", "baseline", f"{o.description}; placement: {p.description}")
+    rows = [(f"{o.name}+{p.name}", "fluid", "baseline", f"{o.description}; placement: {p.description}",
+             "yes" if o.clairvoyant else "no")
             for o in ORDERINGS.values() for p in PLACEMENTS.values()]
     for e in sorted(_NAMED.values(), key=lambda e: e.name):
         model = e.cls.requirements.model  # class default; variants that change it per instance say so
-        rows.append((e.name, model, e.family or "-", e.description))
+        rows.append((e.name, model, e.family or "-", e.description, _yes_no(clairvoyant(e.name))))
     return rows
+
+
+def _yes_no(flag: bool | None) -> str:
+    return "?" if flag is None else "yes" if flag else "no"
+
+
+def clairvoyant(name: str, params: dict[str, Any] | None = None) -> bool | None:
+    """Whether the policy ``name`` (with ``params``) declares it may know job durations; None if it cannot be
+    built (an unknown name, a plug-in not loaded, bad parameters)."""
+    try:
+        policy = make_policy(name, params)
+    except Exception:  # a table's label must not fail the run that made the table
+        return None
+    return bool(getattr(policy.requirements, "clairvoyant", False))
 
 
 def entries() -> list[PolicyEntry]:

@@ -108,7 +108,7 @@ class SharingSJF(Policy):
 
     description = "SJF with GPU sharing"
     family = "gpu-sharing"
-    requirements = Requirements(jobs_per_gpu=2)
+    requirements = Requirements(jobs_per_gpu=2, clairvoyant=True)
     mode = "bsbf"
     default_consolidated = False
 
@@ -259,6 +259,8 @@ class TailPreemptive(OrderedPolicy):
     def __init__(self, ordering: Ordering, *, min_remaining_iters: float = 100.0, name: str) -> None:
         super().__init__(ordering, YarnPlacement(), backfill=True, name=name)
         self.min_remaining_iters = min_remaining_iters
+        # the victim rule reads remaining iterations, whatever the order
+        self.requirements = Requirements(preemptive=ordering.preemptive, clairvoyant=True)
 
     def may_preempt(self, job: JobView) -> bool:
         return job.remaining_iters > self.min_remaining_iters
@@ -269,6 +271,7 @@ class SjfBsbf(SharingSJF):
     name = "sjf-bsbf"
     description = "SJF + best-sharing-benefit-first GPU sharing, sub-batch search"
     mode = "bsbf"
+    paper_scale_jobs = 3_900  # measured (issue 30): jobs done in the first minute, docs/policies/README.md
 
 
 @register
@@ -277,6 +280,7 @@ class SjfBsbfConsolidated(SharingSJF):
     description = "SJF-BSBF trying one server first (the authors' sjf-bsbfs)"
     mode = "bsbf"
     default_consolidated = True
+    paper_scale_jobs = 7_400  # measured (issue 30): jobs done in the first minute, docs/policies/README.md
 
 
 @register
@@ -284,6 +288,7 @@ class SjfFfs(SharingSJF):
     name = "sjf-ffs"
     description = "SJF + first-fit GPU sharing, no benefit test"
     mode = "ffs"
+    paper_scale_jobs = 6_050  # measured (issue 30): jobs done in the first minute, docs/policies/README.md
 
 
 @register

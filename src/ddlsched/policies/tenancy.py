@@ -43,7 +43,7 @@ class TenantOf:
     def __call__(self, ts: TenantSet, job: JobView) -> str:
         t = self._memo.get(job.job_id)
         if t is None:
-            t = self._memo[job.job_id] = ts.of(job.spec.user)
+            t = self._memo[job.job_id] = ts.of(job.user)
         return t
 
     def clear(self) -> None:

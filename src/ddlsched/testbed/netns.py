@@ -140,6 +140,10 @@ def teardown(extra_namespaces: Sequence[str] = ()) -> list[str]:
     for link in root_links():
         if sh(["ip", "link", "del", link], check=False).returncode == 0:
             removed.append(link)
+    ray_dir = (state.get("ray") or {}).get("temp_dir")  # testbed up --ray: Ray's folder (its processes are gone)
+    if ray_dir and Path(ray_dir).exists():
+        shutil.rmtree(ray_dir, ignore_errors=True)
+        removed.append(ray_dir)
     with contextlib.suppress(OSError):
         STATE_PATH.unlink()
     return removed

@@ -1,0 +1,374 @@
+"""Every policy on a fixed set of traces × clusters × offered loads, several seeds, with confidence intervals, the
+rank of each policy per cell and whether ``hindsight`` meets its targets there (issue 30; docs/policies/hindsight.md).
+
+A cell is (trace slice, cluster, offered load). The load is reached by scaling the slice's inter-arrival times
+(``load_scale`` = target ÷ the slice's offered load unscaled, Σ GPUs × ideal run time ÷ GPUs × arrival span, measured
+once per slice and cluster with ``fifo+first_fit``). Seeds change the model assigned to jobs of traces without one
+(and the policies' random choices). Per cell and policy: mean and 95 % confidence interval (Student t over seeds) of
+avg JCT, p99 JCT, makespan and max slowdown (JCT ÷ ideal run time); rank by mean avg JCT; the policy's
+``clairvoyant`` flag; for ``hindsight`` the predictor's median |predicted − actual| / actual and the worst tenant's
+average slowdown.
+
+Targets (cells at offered load ≥ 0.7): hindsight's avg JCT ≥ 10 % below the best non-clairvoyant seed policy and
+within 10 % of the best clairvoyant one. Policies whose ``paper_scale_jobs`` is below a cell's jobs are skipped
+there, with the reason printed. Results go to ``--out`` (default ``benchmarks/results/policy_suite``):
+``runs.jsonl`` (one line per run; an existing file is resumed), ``cells.csv``, ``suite.md``, ``suite.png``.
+
+    python benchmarks/policy_suite.py --quick             # make test: 1 small cell, 2 seeds, a policy per family
+    python benchmarks/policy_suite.py                     # the full suite (hours on 2 cores; resumable)
+    python benchmarks/policy_suite.py --policies hindsight,tiresias,srtf --loads 0.9 --seeds 0,1,2
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import signal
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACES = ROOT / "data" / "traces"
+
+
+@dataclass(frozen=True)
+class Slice:
+    """A fixed piece of a bundled trace: the first ``jobs`` jobs (of ``window``, if given)."""
+
+    name: str
+    path: str
+    jobs: int
+    window: str | None = None
+
+
+SLICES = {
+    "philly-w": Slice("philly-w", "philly_pollux/philly.csv", 2000, "66.75d:78.5d"),  # users = Philly VCs
+    "gavel-6214e9": Slice("gavel-6214e9", "gavel_philly_vc/seed0/6214e9.trace", 2000),  # model names
+    "muri-1": Slice("muri-1", "muri/trace1.csv", 1494),  # model names, 1–32 GPUs
+    "elasticflow": Slice("elasticflow", "elasticflow_philly/philly_103959.csv", 876),
+}
+FULL = {"slices": ["philly-w", "gavel-6214e9", "muri-1", "elasticflow"], "clusters": ["rack256", "gavel_hetero"],
+        "loads": [0.5, 0.7, 0.9], "seeds": [0, 1, 2]}
+QUICK = {"slices": ["quick"], "clusters": ["n8g8"], "loads": [0.9], "seeds": [0, 1]}
+SLICES["quick"] = Slice("quick", "elasticflow_philly/philly_103959.csv", 300)
+QUICK_POLICIES = ["hindsight", "hindsight-oracle", "fifo+consolidated", "sjf+consolidated", "srtf+consolidated",
+                  "tiresias+consolidated", "delay-sched", "gandiva-pack", "tiresias-cc", "gavel-fifo"]
+VARIANTS = {"hindsight-oracle": ("hindsight", {"oracle": True})}
+"""Suite names for a policy with parameters: the perfect-predictor variant of hindsight."""
+OURS = "hindsight"
+METRICS = ("avg_jct_s", "p99_jct_s", "makespan_s", "max_slowdown")
+
+
+def all_policies() -> list[str]:
+    """Every named policy, the four orderings with consolidated placement, and hindsight's oracle variant."""
+    from ddlsched.policies.registry import entries
+
+    names = [f"{o}+consolidated" for o in ("fifo", "sjf", "srtf", "tiresias")]
+    names += [e.name for e in entries()]
+    return names + list(VARIANTS)
+
+
+def resolve(name: str) -> tuple[str, dict[str, Any]]:
+    return VARIANTS.get(name, (name, {}))
+
+
+def clairvoyant(name: str) -> bool | None:
+    from ddlsched.policies.registry import clairvoyant as flag
+
+    base, params = resolve(name)
+    return flag(base, params)
+
+
+def paper_scale(name: str) -> int | None:
+    from ddlsched.policies import make_policy
+
+    base, params = resolve(name)
+    return make_policy(base, params).paper_scale_jobs
+
+
+class Cut(Exception):
+    pass
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise Cut
+
+
+def offered_unscaled(sl: Slice, cluster: str) -> float:
+    import ddlsched
+
+    r = ddlsched.simulate(TRACES / sl.path, cluster, "fifo+first_fit", max_jobs=sl.jobs, window=sl.window,
+                          timeseries=False)
+    return float(r.summary["offered_load"])
+
+
+def run_one(name: str, sl: Slice, cluster: str, scale: float, seed: int, limit: float) -> dict[str, Any]:
+    """One run's row: the metrics, or ``status`` error/timeout."""
+    import ddlsched
+    from ddlsched.errors import DdlschedError
+
+    base, params = resolve(name)
+    t0 = time.perf_counter()
+    signal.signal(signal.SIGALRM, _stop)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        r = ddlsched.simulate(TRACES / sl.path, cluster, base, policy_params=params, max_jobs=sl.jobs,
+                              window=sl.window, load_scale=scale, seed=seed, timeseries=False)
+    except Cut:
+        return {"status": f"timeout > {limit:g} s"}
+    except DdlschedError as e:
+        return {"status": f"error: {str(e)[:200]}"}
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    s = r.summary
+    recs = r.records
+    jct, ideal, users = recs.column("jct_s"), recs.column("ideal_run_s"), recs.column("user")
+    slow = [j / i for j, i in zip(jct, ideal, strict=True) if i > 0]
+    per_user: dict[str, list[float]] = {}
+    for u, j, i in zip(users, jct, ideal, strict=True):
+        if u and i > 0:
+            per_user.setdefault(u, []).append(j / i)
+    row = {"status": "ok" if not s["jobs_unfinished"] else f"{s['jobs_unfinished']} unfinished",
+           "jobs": s["jobs"], "completed": s["jobs_completed"], "offered": round(s["offered_load"], 3),
+           "avg_jct_s": s["avg_jct_s"], "p99_jct_s": s["p99_jct_s"], "makespan_s": s["makespan_s"],
+           "max_slowdown": max(slow, default=math.nan), "preemptions": s["preemptions"],
+           "wall_s": round(time.perf_counter() - t0, 2)}
+    if len(per_user) > 1:
+        row["worst_tenant_slowdown"] = max(statistics.fmean(v) for v in per_user.values())
+    err = s.get("mechanisms", {}).get("predictor_median_rel_error")
+    if err is not None:
+        row["predictor_err"] = err
+    return row
+
+
+def ci95(xs: list[float]) -> float:
+    """Half-width of the 95 % confidence interval of the mean (Student t; 0 for one value)."""
+    n = len(xs)
+    if n < 2:
+        return 0.0
+    t = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776}.get(n, 1.96)
+    return t * statistics.stdev(xs) / math.sqrt(n)
+
+
+def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (cell, policy): means, CI half-widths, rank, clairvoyance, targets for hindsight."""
+    by: dict[tuple[str, str, float], dict[str, list[dict[str, Any]]]] = {}
+    for r in runs:
+        by.setdefault((r["slice"], r["cluster"], r["load"]), {}).setdefault(r["policy"], []).append(r)
+    rows: list[dict[str, Any]] = []
+    for (sl, cl, load), pols in sorted(by.items()):
+        cell: list[dict[str, Any]] = []
+        for pol, rs in pols.items():
+            ok = [r for r in rs if r["status"] == "ok"]
+            row: dict[str, Any] = {"slice": sl, "cluster": cl, "load": load, "policy": pol,
+                                   "clairvoyant": rs[0]["clairvoyant"], "seeds": len(ok),
+                                   "status": "ok" if len(ok) == len(rs) else rs[[r["status"] for r in rs].index(
+                                       next(r["status"] for r in rs if r["status"] != "ok"))]["status"]}
+            for m in METRICS:
+                xs = [r[m] for r in ok if isinstance(r.get(m), float) and math.isfinite(r[m])]
+                row[m] = statistics.fmean(xs) if xs else math.nan
+                row[m + "_ci"] = ci95(xs) if xs else math.nan
+            for extra in ("predictor_err", "worst_tenant_slowdown", "preemptions", "wall_s"):
+                xs = [r[extra] for r in ok if extra in r]
+                row[extra] = statistics.fmean(xs) if xs else ""
+            cell.append(row)
+        done = sorted((r for r in cell if r["status"] == "ok"), key=lambda r: r["avg_jct_s"])
+        for i, r in enumerate(done):
+            r["rank"] = i + 1
+        ours = next((r for r in done if r["policy"] == OURS), None)
+        seeds = [r for r in done if r["policy"] not in (OURS, *VARIANTS)]
+        blind = [r for r in seeds if r["clairvoyant"] is False]
+        seer = [r for r in seeds if r["clairvoyant"] is True]
+        for r in cell:
+            r.setdefault("rank", "")
+            r["target"] = ""
+        if ours is not None and blind and seer:
+            b, c = blind[0], seer[0]
+            vs_blind = ours["avg_jct_s"] / b["avg_jct_s"] - 1
+            vs_seer = ours["avg_jct_s"] / c["avg_jct_s"] - 1
+            met = vs_blind <= -0.10 and vs_seer <= 0.10
+            ours["target"] = (f"{'MET' if met else 'missed'}{'' if load >= 0.7 else ' (load < 0.7: not judged)'}: "
+                              f"{vs_blind:+.1%} vs best non-clairvoyant {b['policy']}, "
+                              f"{vs_seer:+.1%} vs best clairvoyant {c['policy']}")
+        rows.extend(sorted(cell, key=lambda r: (r["rank"] == "", r["rank"] or 0, r["policy"])))
+    return rows
+
+
+def _h(x: Any, ci: Any = None) -> str:
+    if not isinstance(x, float) or not math.isfinite(x):
+        return "-"
+    return f"{x / 3600:.2f}" + (f" ± {ci / 3600:.2f}" if isinstance(ci, float) and ci > 0 else "")
+
+
+def markdown(rows: list[dict[str, Any]], command: str) -> str:
+    out = [f"Command: `{command}`", "",
+           "Hours; ± is the 95 % confidence half-width over seeds. Rank by mean avg JCT. c = clairvoyant (reads "
+           "true durations). Target (load ≥ 0.7): hindsight ≥ 10 % below the best non-clairvoyant seed policy and "
+           "within 10 % of the best clairvoyant one.", ""]
+    cells: dict[tuple[str, str, float], list[dict[str, Any]]] = {}
+    for r in rows:
+        cells.setdefault((r["slice"], r["cluster"], r["load"]), []).append(r)
+    summary = ["| cell | hindsight rank | target | predictor median rel. error | hindsight-oracle avg JCT h | "
+               "p99 JCT vs Tiresias | max slowdown (Tiresias) |", "|---|---|---|---|---|---|---|"]
+    for (sl, cl, load), rs in cells.items():
+        ours = next((r for r in rs if r["policy"] == OURS), None)
+        oracle = next((r for r in rs if r["policy"] == "hindsight-oracle"), None)
+        if ours is not None:
+            err = ours.get("predictor_err")
+            summary.append(f"| {sl} / {cl} / {load} | {ours['rank']} of {sum(1 for r in rs if r['rank'] != '')} | "
+                           f"{ours['target'] or '-'} | {err:.2f} |" if isinstance(err, float) else
+                           f"| {sl} / {cl} / {load} | {ours['rank']} | {ours['target'] or '-'} | - |")
+            summary[-1] += f" {_h(oracle['avg_jct_s']) if oracle else '-'} |"
+            las = next((r for r in rs if r["policy"] == "tiresias+consolidated" and r["rank"] != ""), None)
+            summary[-1] += (f" {ours['p99_jct_s'] / las['p99_jct_s'] - 1:+.1%} | {ours['max_slowdown']:.1f} "
+                            f"({las['max_slowdown']:.1f}) |" if las and ours["rank"] != "" else " - | - |")
+    out += ["## Targets cell by cell", "", *summary, ""]
+    for (sl, cl, load), rs in cells.items():
+        out += [f"## {sl} on {cl}, offered load {load}", "",
+                "| rank | policy | c | avg JCT h | p99 JCT h | makespan h | max slowdown | worst tenant slowdown | "
+                "preempt | wall s | status |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in rs:
+            ms = r["max_slowdown"]
+            wt = r.get("worst_tenant_slowdown")
+            out.append(f"| {r['rank']} | {r['policy']} | {'yes' if r['clairvoyant'] else 'no'} | "
+                       f"{_h(r['avg_jct_s'], r['avg_jct_s_ci'])} | {_h(r['p99_jct_s'], r['p99_jct_s_ci'])} | "
+                       f"{_h(r['makespan_s'], r['makespan_s_ci'])} | "
+                       f"{ms:.1f} | {wt:.2f} |".replace("nan", "-") if isinstance(wt, float) else
+                       f"| {r['rank']} | {r['policy']} | {'yes' if r['clairvoyant'] else 'no'} | "
+                       f"{_h(r['avg_jct_s'], r['avg_jct_s_ci'])} | {_h(r['p99_jct_s'], r['p99_jct_s_ci'])} | "
+                       f"{_h(r['makespan_s'], r['makespan_s_ci'])} | {ms:.1f} | - |".replace("nan", "-"))
+            pre, wall = r.get("preemptions"), r.get("wall_s")
+            out[-1] += (f" {pre:.0f} | {wall:.1f} | {r['status']} |" if isinstance(pre, float) and
+                        isinstance(wall, float) else f" - | - | {r['status']} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["rank"] != "":
+            cells.setdefault(f"{r['slice']} / {r['cluster']} / {r['load']}", []).append(r)
+    if not cells:
+        return
+    fig, axes = plt.subplots(len(cells), len(METRICS), figsize=(4.2 * len(METRICS), 0.28 * 40 * len(cells) / 3 + 2),
+                             squeeze=False)
+    for row_ax, (title, rs) in zip(axes, cells.items(), strict=True):
+        rs = sorted(rs, key=lambda r: r["avg_jct_s"])
+        names = [r["policy"] for r in rs]
+        colors = ["tab:red" if n.startswith(OURS) else "tab:blue" if r["clairvoyant"] else "tab:gray"
+                  for n, r in zip(names, rs, strict=True)]
+        for ax, m in zip(row_ax, METRICS, strict=True):
+            scale = 1.0 if m == "max_slowdown" else 3600.0
+            vals = [r[m] / scale for r in rs]
+            errs = [(r[m + "_ci"] if math.isfinite(r[m + "_ci"]) else 0.0) / scale for r in rs]
+            ax.barh(range(len(rs)), vals, xerr=errs, color=colors)
+            ax.set_yticks(range(len(rs)), names, fontsize=6)
+            ax.invert_yaxis()
+            ax.set_title(f"{title}: {m}", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
+    cols = ["slice", "cluster", "load", "policy", "clairvoyant", "rank", "seeds", "status"]
+    cols += [c for m in METRICS for c in (m, m + "_ci")]
+    cols += ["predictor_err", "worst_tenant_slowdown", "preemptions", "wall_s", "target"]
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    tmp.replace(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="one small cell, two seeds, one policy per family")
+    ap.add_argument("--policies", default="", help="comma-separated (default: every policy; --quick: a few)")
+    ap.add_argument("--slices", default="", help=f"comma-separated of {', '.join(s for s in SLICES if s != 'quick')}")
+    ap.add_argument("--clusters", default="")
+    ap.add_argument("--loads", default="")
+    ap.add_argument("--seeds", default="")
+    ap.add_argument("--timeout", type=float, default=300.0, help="wall-clock limit per run, seconds")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "policy_suite"))
+    a = ap.parse_args(argv)
+    base = QUICK if a.quick else FULL
+
+    def pick(text: str, default: list[Any], conv: Any, flag: str, allowed: Any = None) -> list[Any]:
+        if not text:
+            return list(default)
+        try:
+            vals = [conv(x.strip()) for x in text.split(",") if x.strip()]
+        except ValueError:
+            ap.error(f"{flag}: cannot read {text!r}")
+        bad = [v for v in vals if allowed is not None and v not in allowed]
+        if bad or not vals:
+            ap.error(f"{flag}: unknown {bad or text!r}")
+        return vals
+
+    slices = pick(a.slices, base["slices"], str, "--slices", SLICES)
+    clusters = pick(a.clusters, base["clusters"], str, "--clusters")
+    loads = pick(a.loads, base["loads"], float, "--loads")
+    if any(not (0 < x <= 2) for x in loads):
+        ap.error("--loads: each in (0, 2]")
+    seeds = pick(a.seeds, base["seeds"], int, "--seeds")
+    known = all_policies()
+    policies = pick(a.policies, QUICK_POLICIES if a.quick else known, str, "--policies", known)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "runs.jsonl"
+    runs = [json.loads(x) for x in log.read_text().splitlines() if x.strip()] if log.exists() else []
+    have = {(r["slice"], r["cluster"], r["load"], r["policy"], r["seed"]) for r in runs}
+    flags = {p: clairvoyant(p) for p in policies}
+    limits = {p: paper_scale(p) for p in policies}
+    for sl_name in slices:
+        sl = SLICES[sl_name]
+        for cluster in clusters:
+            offered = offered_unscaled(sl, cluster)
+            for load in loads:
+                scale = load / offered
+                for p in policies:
+                    if limits[p] is not None and limits[p] < sl.jobs:
+                        print(f"skip {p} on {sl_name}/{cluster}/{load}: paper-scale (measured over a minute above "
+                              f"{limits[p]:,} jobs; this cell has {sl.jobs:,})", flush=True)
+                        continue
+                    for seed in seeds:
+                        key = (sl_name, cluster, load, p, seed)
+                        if key in have:
+                            continue
+                        row = run_one(p, sl, cluster, scale, seed, a.timeout)
+                        row.update(dict(zip(("slice", "cluster", "load", "policy", "seed"), key, strict=True)),
+                                   clairvoyant=flags[p], load_scale=round(scale, 4))
+                        runs.append(row)
+                        with log.open("a") as f:
+                            f.write(json.dumps(row) + "\n")
+                        print(f"{sl_name}/{cluster}/{load} {p} seed {seed}: {row['status']} "
+                              f"avg JCT {row.get('avg_jct_s', math.nan) / 3600:.3f} h ({row.get('wall_s', '-')} s)",
+                              flush=True)
+    chosen = {(s, c, x) for s in slices for c in clusters for x in loads}
+    rows = aggregate([r for r in runs if (r["slice"], r["cluster"], r["load"]) in chosen and r["policy"] in policies
+                      and r["seed"] in seeds])
+    write_csv(rows, out / "cells.csv")
+    command = "python benchmarks/policy_suite.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    md = markdown(rows, command.strip())
+    (out / "suite.md").write_text(md + "\n")
+    plot(rows, out / "suite.png")
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,707 @@
+"""The Ray executor: a live run's decisions carried out on a Ray cluster (docs/live-ray.md).
+
+Each server of the cluster description is a Ray node carrying ``ddl_server:<name>`` = 1 (``<name>`` from
+:func:`ddlsched.live.model.server_name`: ``s0``, ``s1``, … in the cluster file's order) and one ``ddl_gpu`` per GPU
+slot (or real ``GPU``\\ s). A launch becomes a placement group with one bundle per GPU, each bundle asking for one
+GPU slot and a sliver of its server's resource, so Ray can only place it on that server (checked once placed); then
+one actor per rank (rank order = the launch's GPU order) runs the job's entry point under :mod:`ddlsched.job`,
+whose lease is the actor's revoke flag. A background thread drives every job's steps (place, spawn, run, revoke,
+tear down) without blocking, so all Ray calls but :meth:`open`/:meth:`close` happen in it, and hands events to
+:meth:`poll`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import queue
+import runpy
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ddlsched.cluster.topology import Cluster
+from ddlsched.errors import ConfigError, InputError
+from ddlsched.job import attach_lease, read_checkpoint_iterations
+from ddlsched.live.clock import LiveClock
+from ddlsched.live.executor import EventKind, ExecEvent, Launch
+from ddlsched.live.jobs import PROFILE_JOB
+from ddlsched.live.model import server_name
+
+GPU_RESOURCE = "ddl_gpu"
+SERVER_PREFIX = "ddl_server:"
+SERVER_SHARE = 0.001
+"""The sliver of ``ddl_server:<name>`` each bundle asks for (pins the bundle to that node, never runs out)."""
+NAMESPACE = "ddlsched"
+LAUNCH_OPTIONS = frozenset({"entrypoint", "job_args", "checkpoint_every", "grad_scale", "compute_scale",
+                            "runtime_env", "checkpoint_dir"})
+
+
+def server_resource(name: str) -> str:
+    return SERVER_PREFIX + name
+
+
+def node_resources(cluster: Cluster, server: int, gpu_resource: str = GPU_RESOURCE) -> dict[str, float]:
+    """The ``ray start --resources`` a server's node needs (``GPU`` is Ray's own: give ``--num-gpus`` instead)."""
+    out = {server_resource(server_name(server)): 1.0}
+    if gpu_resource != "GPU":
+        out[gpu_resource] = float(len(cluster.server_gpus[server]))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- the rank
+def _resolve(entrypoint: str) -> Callable[[], Any]:
+    """``package.module:function`` (called without arguments) or a ``.py`` file (run as ``__main__``)."""
+    if entrypoint.endswith(".py"):
+        path = entrypoint
+
+        def run_file() -> None:
+            try:
+                runpy.run_path(path, run_name="__main__")
+            except SystemExit as e:
+                if e.code not in (None, 0):
+                    raise RuntimeError(f"{path} exited with status {e.code}") from None
+
+        return run_file
+    mod, sep, fn = entrypoint.partition(":")
+    if not sep or not mod or not fn:
+        raise ValueError(f"entry point {entrypoint!r}: expected 'package.module:function' or a .py file")
+    obj = getattr(importlib.import_module(mod), fn)
+    if not callable(obj):
+        raise ValueError(f"entry point {entrypoint!r} is not callable")
+    return obj  # type: ignore[no-any-return]
+
+
+def _iface_of(ip: str) -> str | None:
+    """The network interface holding IPv4 address ``ip`` (Linux; None when not found)."""
+    import fcntl
+    import struct
+
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            with contextlib.suppress(OSError):
+                req = struct.pack("256s", name.encode()[:15])
+                addr = socket.inet_ntoa(fcntl.ioctl(s.fileno(), 0x8915, req)[20:24])  # SIOCGIFADDR
+                if addr == ip:
+                    return name
+    return None
+
+
+class RankActor:
+    """One rank of one launch (a threaded Ray actor: ``run`` in one thread, ``status``/``revoke`` beside it)."""
+
+    def __init__(self) -> None:
+        self._revoked = threading.Event()
+        self._lock = threading.Lock()
+        self._st: dict[str, Any] = {"iterations": 0, "checkpoint": None, "started_from": None, "reported": False,
+                                    "pid": os.getpid()}
+
+    # the Lease protocol (ddlsched.job)
+    def revoked(self) -> bool:
+        return self._revoked.is_set()
+
+    def report(self, *, iterations: int, checkpoint: int | None, started_from: int | None) -> None:
+        with self._lock:
+            self._st.update(iterations=iterations, checkpoint=checkpoint, reported=True, wall=time.time())
+            if started_from is not None:
+                self._st.update(started_from=started_from, start_wall=self._st["wall"])
+
+    # remote methods
+    def node(self) -> dict[str, Any]:
+        import ray
+
+        with socket.socket() as s:
+            s.bind(("", 0))
+            port = s.getsockname()[1]
+        return {"ip": ray.util.get_node_ip_address(), "pid": os.getpid(), "port": port,
+                "node_id": ray.get_runtime_context().get_node_id()}
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            return dict(self._st)
+
+    def revoke(self) -> None:
+        self._revoked.set()
+
+    def run(self, entrypoint: str, env: Mapping[str, str]) -> dict[str, Any]:
+        os.environ.update(env)
+        if "GLOO_SOCKET_IFNAME" not in os.environ and sys.platform == "linux":
+            import ray  # gloo binds where the host name resolves; use the interface of Ray's node address
+
+            iface = _iface_of(ray.util.get_node_ip_address())
+            if iface:
+                os.environ["GLOO_SOCKET_IFNAME"] = iface
+        attach_lease(self)
+        _resolve(entrypoint)()
+        return self.status() | {"revoked": self.revoked()}
+
+
+# ---------------------------------------------------------------------------------------------------- one launch
+@dataclass
+class _Attempt:
+    launch: Launch
+    servers: list[str]
+    ckpt_dir: Path
+    entrypoint: str
+    env: dict[str, str]
+    pg: Any
+    pg_ready: Any
+    t_wall: float
+    state: str = "placing"  # placing → spawning → running → (revoking) → gone; failing collects errors
+    actors: list[Any] = field(default_factory=list)
+    info_refs: list[Any] = field(default_factory=list)
+    run_refs: list[Any] = field(default_factory=list)
+    results: dict[int, Any] = field(default_factory=dict)
+    status_ref: Any = None
+    status_wall: float = 0.0
+    started: bool = False
+    started_from: int = 0
+    iterations: int = 0
+    checkpoint: int | None = None
+    progress_iter: int = 0
+    progress_wall: float = 0.0
+    rank_wall: float = 0.0
+    revoke_deadline: float | None = None
+    fail_deadline: float = 0.0
+    pids: list[int] = field(default_factory=list)
+
+    @property
+    def job_id(self) -> str:
+        return self.launch.job_id
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("the Ray executor needs Ray: pip install 'ddlsched[live]' (or pip install ray)") from None
+    return ray
+
+
+def _probe(address: str, timeout_s: float) -> None:
+    """A TCP connect to ``host:port``: a clear error now instead of Ray's long retries."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise InputError(f"Ray address {address!r} is not host:port", field="address")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s):
+            pass
+    except OSError as e:
+        raise InputError(f"Ray is not reachable at {address} ({e.strerror or e}); start the head with "
+                         "'ray start --head' there or pass the right address / RAY_ADDRESS", field="address") from None
+
+
+class RayExecutor:
+    """Runs a live run's jobs on a Ray cluster whose nodes are the cluster description's servers.
+
+    ``address``: the head's ``host:port`` (default ``RAY_ADDRESS``), or ``auto``. ``clock``: the run's clock
+    (``LiveRun`` sets its own; else one at ``time_scale`` run seconds per wall second, started by :meth:`open`);
+    events are stamped with it. ``checkpoint_dir``: where each job's checkpoints live (``<dir>/<job_id>``; must be
+    shared by all nodes on a real cluster; default a temporary folder removed at :meth:`close`). Launch options
+    (a launch's own ``options`` win; defaults from ``defaults`` or the same names as keyword arguments, so
+    ``--executor-opt grad_scale=0.01`` works): ``entrypoint`` (``module:function`` or a ``.py`` file; default the
+    profile job), ``job_args`` (a mapping the job reads as ``Job().args``), ``checkpoint_every`` (iterations),
+    ``grad_scale`` / ``compute_scale`` (the profile job's all-reduce bytes / compute time, × the profile's),
+    ``runtime_env`` (Ray's, for the rank actors), ``checkpoint_dir`` (this job's folder). ``models``: a model
+    profile CSV (as ``--models``) whose profiles the profile job follows.
+    """
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, *, time_scale: float = 1.0, clock: LiveClock | None = None,
+                 checkpoint_dir: str | Path | None = None, gpu_resource: str = "auto",
+                 defaults: Mapping[str, Any] | None = None, report_every_s: float = 0.5, poll_s: float = 0.02,
+                 place_timeout_s: float = 120.0, catalog: Any = None, models: str | None = None,
+                 **launch_defaults: Any) -> None:
+        if not (isinstance(time_scale, int | float) and time_scale > 0):
+            raise InputError(f"time scale must be > 0, got {time_scale!r}", field="time_scale")
+        unknown = sorted(set(launch_defaults) - LAUNCH_OPTIONS)
+        if unknown:
+            raise InputError(f"unknown Ray executor option(s) {unknown} (options: address, checkpoint_dir, "
+                             "gpu_resource, models, report_every_s, place_timeout_s, time_scale; launch options: "
+                             f"{', '.join(sorted(LAUNCH_OPTIONS))})", field="--executor-opt")
+        self.address = address
+        self._time_scale = float(time_scale)
+        self.clock = clock
+        self.gpu_resource = gpu_resource
+        self.defaults = {**(defaults or {}), **launch_defaults}
+        self.report_every_s = report_every_s
+        self.poll_s = poll_s
+        self.place_timeout_s = place_timeout_s
+        if models is not None:  # extra model profiles (as --models): the profile job's compute and gradient size
+            from ddlsched.workload.profiles import default_catalog, load_models
+
+            catalog = (catalog or default_catalog()).with_profiles(load_models(models))
+        self.catalog = catalog
+        self._ckpt_root = Path(checkpoint_dir) if checkpoint_dir is not None else None
+        self._own_ckpt = False
+        self._ray: Any = None
+        self._we_init = False
+        self._cluster: Cluster | None = None
+        self._node_server: dict[str, str] = {}
+        self._server_gres: dict[str, str] = {}
+        self._cmds: queue.Queue[tuple[Any, ...]] = queue.Queue()
+        self._events: queue.Queue[ExecEvent] = queue.Queue()
+        self._jobs: dict[str, _Attempt] = {}
+        self._jobs_lock = threading.Lock()  # the loop thread changes _jobs; running()/pids() read it from others
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._actor_cls: Any = None
+        self._made_pgs: list[Any] = []
+        self._made_actors: list[Any] = []
+        self.leftovers: list[str] = []
+        """After :meth:`close`: what could not be confirmed gone (empty when everything is)."""
+
+    # ------------------------------------------------------------------ clock
+    @property
+    def time_scale(self) -> float:
+        return self.clock.time_scale if self.clock is not None else self._time_scale
+
+    def now(self) -> float:
+        """Run seconds on the run's clock."""
+        return self.clock.now() if self.clock is not None else 0.0
+
+    # ------------------------------------------------------------------ open: connect and check
+    def open(self, cluster: Cluster) -> None:
+        address = self.address or os.environ.get("RAY_ADDRESS")
+        if not address:
+            raise ConfigError("no Ray cluster to run on: pass the head's address (host:port) or set RAY_ADDRESS",
+                              field="address")
+        ray = _ray()
+        if address != "auto" and not address.startswith("ray://"):
+            _probe(address, timeout_s=5.0)
+        if not ray.is_initialized():
+            try:
+                ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level="ERROR")
+            except (ConnectionError, RuntimeError) as e:
+                raise InputError(f"cannot connect to Ray at {address}: {e}", field="address") from None
+            self._we_init = True
+        self._ray = ray
+        self._check_nodes(cluster)
+        self._cluster = cluster
+        if self._ckpt_root is None:
+            self._ckpt_root = Path(tempfile.mkdtemp(prefix="ddlsched-ckpt-"))
+            self._own_ckpt = True
+        self._actor_cls = ray.remote(max_restarts=0, max_concurrency=4)(RankActor)
+        if self.clock is None:
+            self.clock = LiveClock(self._time_scale)
+            self.clock.start()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="ray-executor", daemon=True)
+        self._thread.start()
+
+    def _gpu_res(self, res: Mapping[str, float]) -> str:
+        if self.gpu_resource != "auto":
+            return self.gpu_resource
+        return GPU_RESOURCE if GPU_RESOURCE in res else "GPU"
+
+    def _check_nodes(self, cluster: Cluster) -> None:
+        """Every server must be exactly one live node with its GPU count; name every mismatch."""
+        nodes = [n for n in self._ray.nodes() if n.get("Alive")]
+        carriers: dict[str, list[dict[str, Any]]] = {}
+        for n in nodes:
+            for key in n.get("Resources", {}):
+                if key.startswith(SERVER_PREFIX):
+                    carriers.setdefault(key[len(SERVER_PREFIX):], []).append(n)
+        problems: list[str] = []
+        self._node_server, self._server_gres = {}, {}
+        for s in range(cluster.num_servers):
+            name = server_name(s)
+            want = len(cluster.server_gpus[s])
+            found = carriers.get(name, [])
+            if not found:
+                problems.append(f"server {name} ({want} GPUs): no live Ray node carries the resource "
+                                f"{server_resource(name)}")
+                continue
+            if len(found) > 1:
+                problems.append(f"server {name}: {len(found)} Ray nodes carry {server_resource(name)} "
+                                f"({', '.join(n['NodeManagerAddress'] for n in found)}); one node per server")
+                continue
+            n = found[0]
+            res = n.get("Resources", {})
+            gres = self._gpu_res(res)
+            have = res.get(gres, 0.0)
+            if have != want:
+                problems.append(f"server {name}: its Ray node {n['NodeManagerAddress']} has {have:g} {gres}, "
+                                f"the cluster file says {want} GPUs")
+            self._node_server[n["NodeID"]] = name
+            self._server_gres[name] = gres
+        if problems:
+            known = sorted(carriers)
+            raise ConfigError(f"cluster {cluster.name!r} does not match the Ray cluster ({len(nodes)} live nodes, "
+                              f"servers advertised: {', '.join(known) or 'none'}):\n  " + "\n  ".join(problems))
+
+    # ------------------------------------------------------------------ the interface (thread-safe, returns at once)
+    def launch(self, launch: Launch) -> None:
+        c = self._require_open()
+        if len(launch.gpus) < 1 or any(not 0 <= g < c.num_gpus for g in launch.gpus):
+            raise InputError(f"job {launch.job_id}: GPUs {launch.gpus} are not GPUs of cluster {c.name!r}")
+        if len(set(launch.gpus)) != len(launch.gpus):
+            raise InputError(f"job {launch.job_id}: GPUs {launch.gpus} repeat")
+        self._cmds.put(("launch", launch))
+
+    def revoke(self, job_id: str, grace_s: float) -> None:
+        self._require_open()
+        self._cmds.put(("revoke", job_id, grace_s))
+
+    def cancel(self, job_id: str) -> None:
+        self._require_open()
+        self._cmds.put(("cancel", job_id))
+
+    def poll(self, timeout_s: float) -> Sequence[ExecEvent]:
+        out: list[ExecEvent] = []
+        try:
+            out.append(self._events.get(timeout=max(timeout_s, 0.0)) if timeout_s > 0 else self._events.get_nowait())
+        except queue.Empty:
+            return out
+        while True:
+            try:
+                out.append(self._events.get_nowait())
+            except queue.Empty:
+                break
+        out.sort(key=lambda e: e.time_s)
+        return out
+
+    def running(self) -> list[str]:
+        """Job ids with a live attempt (for tests and snapshots)."""
+        with self._jobs_lock:
+            return sorted(self._jobs)
+
+    def pids(self, job_id: str) -> list[int]:
+        """The worker process ids of the job's ranks (empty until they run)."""
+        with self._jobs_lock:
+            a = self._jobs.get(job_id)
+            return list(a.pids) if a is not None else []
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._cmds.put(("stop",))
+            self._stop.set()
+            self._thread.join(timeout=60)
+            self._thread = None
+        if self._ray is not None and self._ray.is_initialized():
+            for a in list(self._jobs.values()):
+                self._teardown(a)
+            self._jobs.clear()
+            self.leftovers = self._confirm_gone(timeout_s=20.0)
+            if self._we_init:
+                self._ray.shutdown()
+                self._we_init = False
+        if self._own_ckpt and self._ckpt_root is not None:
+            shutil.rmtree(self._ckpt_root, ignore_errors=True)
+            self._ckpt_root, self._own_ckpt = None, False
+        self._cluster = None
+
+    def _require_open(self) -> Cluster:
+        if self._cluster is None or self._thread is None:
+            raise RuntimeError("the Ray executor is not open")
+        return self._cluster
+
+    def _confirm_gone(self, timeout_s: float) -> list[str]:
+        """Wait until every placement group this executor made is REMOVED and every actor DEAD."""
+        from ray.util.placement_group import placement_group_table
+
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = []
+            for pg in self._made_pgs:
+                st = placement_group_table(pg).get("state")
+                if st != "REMOVED":
+                    left.append(f"placement group {pg.id.hex()} ({st})")
+            for h in self._made_actors:
+                info = self._ray._private.state.state.actor_table(h._actor_id.hex())
+                st = info.get("State") if info else "DEAD"
+                if st not in ("DEAD", 4):
+                    left.append(f"actor {h._actor_id.hex()} ({st})")
+            if not left or time.monotonic() > deadline:
+                return left
+            time.sleep(0.1)
+
+    # ------------------------------------------------------------------ the driving thread
+    def _emit(self, a: _Attempt, kind: EventKind, **kw: Any) -> None:
+        self._events.put(ExecEvent(kind, a.job_id, self.now(), a.launch.attempt, **kw))
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                while True:
+                    cmd = self._cmds.get_nowait()
+                    if cmd[0] == "stop":
+                        return
+                    with contextlib.suppress(Exception):  # e.g. revoking a rank that just died: its run() says so
+                        self._command(cmd)
+            except queue.Empty:
+                pass
+            for a in list(self._jobs.values()):
+                try:
+                    self._step(a)
+                except Exception as e:  # a bug or a Ray failure: the job fails, the executor goes on
+                    self._finish(a, EventKind.FAILED, reason=f"executor error: {type(e).__name__}: {e}")
+            time.sleep(self.poll_s)
+
+    def _command(self, cmd: tuple[Any, ...]) -> None:
+        if cmd[0] == "launch":
+            launch: Launch = cmd[1]
+            with self._jobs_lock:
+                old = self._jobs.pop(launch.job_id, None)
+            if old is not None:  # a relaunch of a job still held: the old attempt goes first
+                self._teardown(old)
+            try:
+                attempt = self._place(launch)
+                with self._jobs_lock:
+                    self._jobs[launch.job_id] = attempt
+            except Exception as e:
+                self._events.put(ExecEvent(EventKind.FAILED, launch.job_id, self.now(), launch.attempt,
+                                           reason=f"cannot launch: {type(e).__name__}: {e}"))
+            return
+        a = self._jobs.get(cmd[1])
+        if a is None:
+            return
+        if cmd[0] == "cancel":
+            self._teardown(a)
+            with self._jobs_lock:
+                self._jobs.pop(a.job_id, None)
+        elif cmd[0] == "revoke" and a.revoke_deadline is None:
+            if a.state in ("placing", "spawning"):  # nothing runs yet: its checkpoint is where it was
+                self._finish(a, EventKind.CHECKPOINTED, iterations=float(self._last_checkpoint(a)))
+                return
+            a.revoke_deadline = time.monotonic() + float(cmd[2]) / self.time_scale
+            for h in a.actors:
+                h.revoke.remote()
+
+    def _options(self, launch: Launch) -> dict[str, Any]:
+        return {**self.defaults, **launch.options}
+
+    def _job_args(self, launch: Launch, opts: Mapping[str, Any], entrypoint: str) -> dict[str, Any]:
+        args = dict(opts.get("job_args") or {})
+        if entrypoint == PROFILE_JOB:
+            compute_s = launch.ideal_iter_s
+            grad_bytes = 0.0
+            cat = self.catalog
+            if cat is None:
+                from ddlsched.workload.profiles import default_catalog
+
+                cat = self.catalog = default_catalog()
+            if launch.spec.model in cat:
+                p = cat[launch.spec.model]
+                compute_s, grad_bytes = p.compute_s, p.grad_bytes
+            args.setdefault("compute_s", compute_s / self.time_scale * float(opts.get("compute_scale", 1.0)))
+            args.setdefault("grad_bytes", int(grad_bytes * float(opts.get("grad_scale", 1.0))))
+        return args
+
+    def _place(self, launch: Launch) -> _Attempt:
+        import json
+
+        from ray.util.placement_group import placement_group
+
+        c = self._require_open()
+        servers = [server_name(c.gpu_server[g]) for g in launch.gpus]
+        bundles = [{self._server_gres[s]: 1.0, server_resource(s): SERVER_SHARE} for s in servers]
+        pg = placement_group(bundles, strategy="PACK", name=f"ddlsched-{launch.job_id}-{launch.attempt}")
+        self._made_pgs.append(pg)
+        opts = self._options(launch)
+        entrypoint = str(opts.get("entrypoint") or PROFILE_JOB)
+        assert self._ckpt_root is not None
+        ckpt = Path(opts["checkpoint_dir"]) if opts.get("checkpoint_dir") else self._ckpt_root / launch.job_id
+        env = {"DDLSCHED_JOB_ID": launch.job_id, "DDLSCHED_ATTEMPT": str(launch.attempt),
+               "DDLSCHED_ITERATIONS": str(int(launch.iterations)), "DDLSCHED_CHECKPOINT_DIR": str(ckpt),
+               "DDLSCHED_JOB_ARGS": json.dumps(self._job_args(launch, opts, entrypoint)),
+               "WORLD_SIZE": str(len(launch.gpus))}
+        if opts.get("checkpoint_every"):
+            env["DDLSCHED_CHECKPOINT_EVERY"] = str(int(opts["checkpoint_every"]))
+        return _Attempt(launch, servers, ckpt, entrypoint, env, pg, pg.ready(), time.monotonic())
+
+    def _step(self, a: _Attempt) -> None:
+        ray = self._ray
+        if a.state == "placing":
+            done, _ = ray.wait([a.pg_ready], timeout=0)
+            if not done:
+                if time.monotonic() - a.t_wall > self.place_timeout_s:
+                    self._finish(a, EventKind.FAILED, reason=f"placement group not placed within "
+                                 f"{self.place_timeout_s:g} s on servers {sorted(set(a.servers))}")
+                return
+            wrong = self._check_placement(a)
+            if wrong:
+                self._finish(a, EventKind.FAILED, reason=wrong)
+                return
+            self._spawn(a)
+        elif a.state == "spawning":
+            done, _ = ray.wait(a.info_refs, num_returns=len(a.info_refs), timeout=0)
+            if len(done) < len(a.info_refs):
+                return
+            try:
+                infos = ray.get(a.info_refs)
+            except Exception as e:
+                self._finish(a, EventKind.LOST, iterations=float(self._last_checkpoint(a)),
+                             reason=f"a worker did not start: {type(e).__name__}: {e}")
+                return
+            self._run(a, infos)
+        elif a.state in ("running", "failing"):
+            self._watch(a)
+
+    def _check_placement(self, a: _Attempt) -> str:
+        from ray.util.placement_group import placement_group_table
+
+        where = placement_group_table(a.pg).get("bundles_to_node_id", {})
+        bad = []
+        for i, want in enumerate(a.servers):
+            got = self._node_server.get(where.get(i, ""), f"node {where.get(i)}")
+            if got != want:
+                bad.append(f"rank {i} placed on {got}, not {want}")
+        return "placement group not pinned: " + "; ".join(bad) if bad else ""
+
+    def _spawn(self, a: _Attempt) -> None:
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        rt = self._options(a.launch).get("runtime_env")
+        for r, s in enumerate(a.servers):
+            gres = self._server_gres[s]
+            kw: dict[str, Any] = {"num_cpus": 0, "scheduling_strategy": PlacementGroupSchedulingStrategy(
+                a.pg, placement_group_bundle_index=r)}
+            if gres == "GPU":
+                kw["num_gpus"] = 1
+            else:
+                kw["resources"] = {gres: 1.0}
+            if rt:
+                kw["runtime_env"] = rt
+            h = self._actor_cls.options(**kw).remote()
+            a.actors.append(h)
+            self._made_actors.append(h)
+        a.info_refs = [h.node.remote() for h in a.actors]
+        a.state = "spawning"
+
+    def _run(self, a: _Attempt, infos: list[dict[str, Any]]) -> None:
+        a.pids = [int(i["pid"]) for i in infos]
+        seen: dict[str, int] = {}
+        for r, h in enumerate(a.actors):
+            local = seen.get(a.servers[r], 0)
+            seen[a.servers[r]] = local + 1
+            env = {**a.env, "RANK": str(r), "LOCAL_RANK": str(local), "MASTER_ADDR": str(infos[0]["ip"]),
+                   "MASTER_PORT": str(infos[0]["port"])}
+            a.run_refs.append(h.run.remote(a.entrypoint, env))
+        a.state = "running"
+        a.progress_wall = time.monotonic()
+
+    def _watch(self, a: _Attempt) -> None:
+        ray = self._ray
+        now = time.monotonic()
+        if a.status_ref is None and now - a.status_wall >= min(self.report_every_s, 0.2):
+            a.status_ref = a.actors[0].status.remote()
+            a.status_wall = now
+        if a.status_ref is not None and ray.wait([a.status_ref], timeout=0)[0]:
+            with contextlib.suppress(Exception):  # a dead rank: its run() says so below
+                self._absorb(a, ray.get(a.status_ref))
+            a.status_ref = None
+        for i, ref in enumerate(a.run_refs):
+            if i not in a.results and ray.wait([ref], timeout=0)[0]:
+                try:
+                    a.results[i] = ray.get(ref)
+                except Exception as e:
+                    a.results[i] = e
+                    if a.state != "failing":
+                        a.state, a.fail_deadline = "failing", now + 3.0
+        if a.state == "failing":
+            if len(a.results) < len(a.run_refs) and now < a.fail_deadline:
+                return  # collect the other ranks' outcomes: one dead rank makes its peers' collectives fail
+            self._failed(a)
+            return
+        if len(a.results) == len(a.run_refs):
+            self._completed(a)
+            return
+        if a.revoke_deadline is not None and now > a.revoke_deadline:
+            self._finish(a, EventKind.CHECKPOINTED, iterations=float(self._last_checkpoint(a)), killed=True)
+
+    def _absorb(self, a: _Attempt, st: Mapping[str, Any]) -> None:
+        """Take a rank-0 status: STARTED once it resumed, PROGRESS (rate-limited) with the iteration time measured
+        between the rank's own reports."""
+        if st.get("checkpoint") is not None:
+            a.checkpoint = max(a.checkpoint or 0, int(st["checkpoint"]))
+        if st.get("started_from") is not None and not a.started:
+            a.started, a.started_from = True, int(st["started_from"])
+            a.iterations = a.progress_iter = a.started_from
+            a.rank_wall = float(st.get("start_wall") or 0.0)
+            a.progress_wall = time.monotonic()
+            self._emit(a, EventKind.STARTED, iterations=float(a.started_from))
+        if not a.started:
+            return
+        it = int(st.get("iterations") or 0)
+        a.iterations = max(a.iterations, it)
+        now = time.monotonic()
+        if it > a.progress_iter and now - a.progress_wall >= self.report_every_s:
+            wall = float(st.get("wall") or 0.0)
+            iter_s = max(wall - a.rank_wall, 0.0) / (it - a.progress_iter) * self.time_scale
+            a.progress_iter, a.progress_wall, a.rank_wall = it, now, wall
+            self._emit(a, EventKind.PROGRESS, iterations=float(it), iter_s=iter_s)
+
+    def _failed(self, a: _Attempt) -> None:
+        from ray.exceptions import RayActorError, RayTaskError
+
+        died = [r for r, x in a.results.items() if isinstance(x, RayActorError)]
+        errors = {r: x for r, x in a.results.items() if isinstance(x, BaseException) and r not in died}
+        if died:
+            self._finish(a, EventKind.LOST, iterations=float(self._last_checkpoint(a)),
+                         reason=f"rank {died[0]}'s worker died")
+            return
+
+        def cause(x: BaseException) -> BaseException:
+            c = getattr(x, "cause", None) if isinstance(x, RayTaskError) else None
+            return c if isinstance(c, BaseException) else x
+
+        def peer_error(x: BaseException) -> bool:  # a rank whose collective broke because another rank failed
+            s = f"{type(x).__name__} {x}".lower()
+            return any(w in s for w in ("gloo", "connection", "peer", "distbackenderror"))
+
+        ranked = sorted(errors.items(), key=lambda kv: (peer_error(cause(kv[1])), kv[0]))
+        r, x = ranked[0]
+        c = cause(x)
+        msg = str(c).strip().splitlines()
+        self._finish(a, EventKind.FAILED, reason=f"rank {r}: {type(c).__name__}: {msg[-1] if msg else ''}".strip())
+
+    def _completed(self, a: _Attempt) -> None:
+        res: dict[str, Any] = a.results[0]
+        self._absorb(a, res)
+        total = int(a.launch.iterations)
+        it = int(res.get("iterations") or 0)
+        if not a.started:
+            a.started = True
+            self._emit(a, EventKind.STARTED, iterations=float(res.get("started_from") or 0))
+        if not res.get("reported") or it >= total:
+            self._finish(a, EventKind.FINISHED, iterations=float(total))
+        elif res.get("revoked"):
+            self._finish(a, EventKind.CHECKPOINTED, iterations=float(self._last_checkpoint(a)))
+        else:
+            self._finish(a, EventKind.FAILED, reason=f"the entry point {a.entrypoint} returned after {it} of "
+                         f"{total} iterations without its lease being revoked")
+
+    def _last_checkpoint(self, a: _Attempt) -> int:
+        on_disk = read_checkpoint_iterations(a.ckpt_dir)  # readable where the driver shares the folder
+        return max(a.checkpoint or 0, on_disk or 0)
+
+    def _finish(self, a: _Attempt, kind: EventKind, **kw: Any) -> None:
+        """Release the job's GPUs, then report (so the next launch on them finds them free)."""
+        self._teardown(a)
+        with self._jobs_lock:
+            self._jobs.pop(a.job_id, None)
+        self._emit(a, kind, **kw)
+
+    def _teardown(self, a: _Attempt) -> None:
+        from ray.util.placement_group import remove_placement_group
+
+        for h in a.actors:
+            with contextlib.suppress(Exception):
+                self._ray.kill(h, no_restart=True)
+        with contextlib.suppress(Exception):
+            remove_placement_group(a.pg)
+        a.state = "gone"
+
+
+__all__ = ["GPU_RESOURCE", "SERVER_PREFIX", "RankActor", "RayExecutor", "node_resources", "server_name",
+           "server_resource"]

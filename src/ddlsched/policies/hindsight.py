@@ -1,0 +1,402 @@
+"""``hindsight``: a non-clairvoyant policy that learns job sizes from the jobs the run has finished
+(docs/policies/hindsight.md).
+
+Rules (sources in the doc):
+
+1. **Predictor.** Every finished job adds its GPU-time (GPU-seconds it held, as observed) to groups keyed by what is
+   known at submission: (user, model, GPUs), (user, GPUs), (user), (model, GPUs), (GPUs), all. A group keeps its
+   ``window`` most recent samples; its sorted snapshot is refreshed when it has grown by an eighth (so a pass never
+   re-sorts a group).
+2. **Gittins classes.** A job that has received ``a`` GPU-seconds is ranked by the Gittins index of the most specific
+   group holding at least ``min_samples`` samples above ``a`` (its size distribution conditioned on having survived
+   to ``a``); with none, by ``1 / a`` (least attained service). ``a`` is rounded down to a grid of half-octaves from
+   ``base_gpu_s``, and the index's reciprocal (an "effective remaining size") to ``num_classes`` octave classes:
+   class 0 first, arrival order inside a class (Tiresias-style discretised queues, so ranks change only at grid
+   crossings, known in advance).
+3. **Bounded preemption.** A queued job evicts a running one only if it is at least ``hysteresis`` classes better,
+   and a job is preempted at most ``max_preemptions`` times.
+4. **No starvation.** A queued job that has waited ``starvation_factor`` × its executed time, and at least
+   ``starve_after_s``, is promoted to class 0 until it has received ``base_gpu_s`` more GPU-seconds.
+5. **Placement**: consolidated (one server when it fits, else one rack; otherwise wait — a short delay that other
+   jobs may fill).
+
+``oracle=true`` is the perfect-predictor variant (clairvoyant, for the benchmark only): the class comes from the true
+remaining GPU-time.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
+
+from ddlsched.engine.decisions import Decision, Preempt, Start
+from ddlsched.engine.jobview import JobView
+from ddlsched.engine.model import Requirements
+from ddlsched.engine.state import JobStatus
+from ddlsched.engine.view import SchedulerView
+from ddlsched.policies.baselines import OrderedPolicy
+from ddlsched.policies.las_queues import QueuedByClass, RunningByClass
+from ddlsched.policies.ordering import Ordering
+from ddlsched.policies.placement import PLACEMENTS
+from ddlsched.policies.registry import register
+
+_TOL = 1e-6
+_STEP = math.sqrt(2.0)  # the attained-service grid: half-octaves
+GroupKey = tuple[Any, ...]
+
+
+class _Group:
+    """The most recent ``window`` GPU-times of finished jobs of one group, and a sorted snapshot refreshed when the
+    group has grown by an eighth (Gittins indexes are cached per snapshot)."""
+
+    __slots__ = ("added", "index", "recent", "snap", "snap_at")
+
+    def __init__(self, window: int) -> None:
+        self.recent: deque[float] = deque(maxlen=window)
+        self.added = 0
+        self.snap: list[float] = []
+        self.snap_at = 0
+        self.index: dict[int, tuple[float, int]] = {}  # grid level -> (index, samples above the level)
+
+    def add(self, x: float) -> None:
+        self.recent.append(x)
+        self.added += 1
+        if self.added >= self.snap_at + max(1, self.snap_at // 8):
+            self.snap = sorted(self.recent)
+            self.snap_at = self.added
+            self.index.clear()
+
+    def gittins(self, level: int, a: float) -> tuple[float, int]:
+        """(Gittins index at attained ``a``, samples above ``a``) of the snapshot: max over Δ of
+        P(S − a ≤ Δ | S > a) / E[min(S − a, Δ) | S > a], Δ ranging over the samples (0, 0 if none is above)."""
+        got = self.index.get(level)
+        if got is not None:
+            return got
+        snap = self.snap
+        first = bisect_right(snap, a)
+        k = len(snap) - first
+        best = 0.0
+        if k:
+            done = 0.0  # Σ (s_j − a) over the samples up to i
+            for i in range(first, len(snap)):
+                r = snap[i] - a
+                done += r
+                n = i - first + 1
+                cost = done + (k - n) * r
+                if cost > 0:
+                    best = max(best, n / cost)
+                else:
+                    best = math.inf
+        got = (best, k)
+        self.index[level] = got
+        return got
+
+
+class Predictor:
+    """Online size model: GPU-time of finished jobs by submission-time group (module docstring, rule 1)."""
+
+    def __init__(self, window: int, min_samples: int, use_user: bool = True, use_model: bool = True) -> None:
+        self.window, self.min_samples = window, min_samples
+        self.use_user, self.use_model = use_user, use_model
+        self.groups: dict[GroupKey, _Group] = {}
+        self.users: set[str] = set()
+        self.models: set[str] = set()
+        self.seen = 0
+
+    def clear(self) -> None:
+        self.groups.clear()
+        self.users.clear()
+        self.models.clear()
+        self.seen = 0
+
+    def keys(self, job: JobView) -> list[GroupKey]:
+        """The job's groups, most specific first (a missing user or a model shared by every job adds nothing)."""
+        g = job.num_gpus
+        user = job.user if self.use_user else None
+        model = job.model_name if self.use_model else None
+        self.seen += 1
+        if user is not None:
+            self.users.add(user)
+        if model is not None:
+            self.models.add(model)
+        out: list[GroupKey] = []
+        if user is not None and model is not None:
+            out.append(("um", user, model, g))
+        if user is not None:
+            out += [("ug", user, g), ("u", user)]
+        if model is not None:
+            out.append(("mg", model, g))
+        out += [("g", g), ("all",)]
+        return out
+
+    def observe(self, keys: Sequence[GroupKey], gpu_s: float) -> None:
+        for key in keys:
+            grp = self.groups.get(key)
+            if grp is None:
+                grp = self.groups[key] = _Group(self.window)
+            grp.add(gpu_s)
+
+    def index(self, keys: Sequence[GroupKey], level: int, a: float) -> float:
+        """Gittins index at attained ``a`` from the most specific group with ``min_samples`` samples above it;
+        0 when no group has (the caller then falls back to least attained service)."""
+        for key in keys:
+            grp = self.groups.get(key)
+            if grp is None or len(grp.snap) < self.min_samples:
+                continue
+            idx, above = grp.gittins(level, a)
+            if above >= self.min_samples:
+                return idx
+        return 0.0
+
+    def median(self, keys: Sequence[GroupKey]) -> float | None:
+        """Point prediction at submission: the median of the most specific group with ``min_samples`` samples."""
+        for key in keys:
+            grp = self.groups.get(key)
+            if grp is not None and len(grp.snap) >= self.min_samples:
+                return grp.snap[len(grp.snap) // 2]
+        return None
+
+
+class HindsightOrdering(Ordering):
+    """Gittins classes over the learned size distribution, with Tiresias' queue indexes (module docstring)."""
+
+    name = "hindsight"
+    description = "Gittins classes over GPU-time learned from finished jobs"
+    preemptive = True
+
+    def __init__(self, *, base_gpu_s: float, num_classes: int, hysteresis: int, max_preemptions: int,
+                 starvation_factor: float, starve_after_s: float, predictor: Predictor, oracle: bool) -> None:
+        self.base, self.n = base_gpu_s, num_classes
+        self.hysteresis, self.max_preemptions = hysteresis, max_preemptions
+        self.starvation_factor, self.starve_after_s = starvation_factor, starve_after_s
+        self.predictor, self.oracle = predictor, oracle
+        self._edges = [base_gpu_s * _STEP ** i for i in range(400)]  # half-octaves: beyond any real job
+        self._cache: dict[str, tuple[int, float, tuple[Any, ...]]] = {}
+        self._keys: dict[str, list[GroupKey]] = {}
+        self._boost: dict[str, float] = {}  # promoted job -> attained GPU-s until which it keeps class 0
+        self._queued: QueuedByClass | None = None
+        self._running: RunningByClass | None = None
+        self.promotions = 0
+
+    def reset(self) -> None:
+        self._cache.clear()
+        self._keys.clear()
+        self._boost.clear()
+        self._queued = self._running = None
+        self.promotions = 0
+
+    def keys(self, job: JobView) -> list[GroupKey]:
+        got = self._keys.get(job.job_id)
+        if got is None:
+            got = self._keys[job.job_id] = self.predictor.keys(job)
+        return got
+
+    def forget(self, job_id: str) -> None:
+        self._keys.pop(job_id, None)
+        self._boost.pop(job_id, None)
+        self._cache.pop(job_id, None)
+
+    # ------------------------------------------------------------ classes
+    def _level(self, a: float) -> tuple[int, float, float]:
+        """(grid level, its lower edge, the next edge) of attained service ``a`` (the next edge lies beyond
+        ``a + _TOL``, so the time to reach it is positive)."""
+        k = bisect_right(self._edges, a + _TOL)
+        return k, self._edges[k - 1] if k else 0.0, self._edges[k]
+
+    def _class_of_size(self, size: float) -> int:
+        if size < self.base:
+            return 0
+        return min(self.n - 1, 1 + int(math.log2(size / self.base)))
+
+    def _queue_until(self, job: JobView) -> tuple[int, float]:
+        now = job.now
+        token = (job.status, job.preemptions, job.last_start)
+        jid = job.job_id
+        cached = self._cache.get(jid)
+        if cached is not None and cached[2] == token and now < cached[1]:
+            return cached[0], cached[1]
+        running = job.status is JobStatus.RUNNING
+        a = job.attained_gpu_s
+        until = math.inf
+        boost = self._boost.get(jid)
+        if self.oracle:
+            q = self._class_of_size(job.remaining_ideal_s * job.num_gpus)
+            if running and q:  # the class drops as the job runs: next edge
+                edge = self.base * 2.0 ** (q - 1)
+                until = now + max(0.0, job.remaining_ideal_s * job.num_gpus - edge) / job.num_gpus + _TOL
+        elif boost is not None and a < boost - _TOL:
+            q = 0
+            if running:
+                until = now + (boost - a) / job.num_gpus
+        else:
+            if boost is not None:
+                del self._boost[jid]
+            level, lo, nxt = self._level(a)
+            idx = self.predictor.index(self.keys(job), level, lo)
+            size = 1.0 / idx if idx > 0 else max(lo, self.base)
+            q = self._class_of_size(size)
+            if running:
+                until = now + (nxt - a) / job.num_gpus
+        if not running and q:
+            executed = job.executed_s
+            wait_for = max(self.starvation_factor * executed, self.starve_after_s)
+            promote_at = now + wait_for - job.waiting_s
+            if promote_at <= now + _TOL:
+                self._boost[jid] = a + self.base
+                self.promotions += 1
+                q = 0
+                until = math.inf
+            else:
+                until = promote_at
+        if until <= now:  # float rounding: never due again at the same instant
+            until = now + _TOL
+        self._cache[jid] = (q, until, token)
+        return q, until
+
+    def queue(self, job: JobView) -> int:
+        return self._queue_until(job)[0]
+
+    def key(self, job: JobView) -> Any:
+        return (self.queue(job), job.seq)
+
+    def preempt_class(self, job: JobView) -> Any:
+        return self.queue(job)
+
+    # ------------------------------------------------------------ indexes (as Tiresias)
+    def _index(self, view: SchedulerView) -> QueuedByClass:
+        if self._queued is None:
+            self._queued = QueuedByClass(self.n, self._queue_until, self._cache)
+        self._queued.sync(view)
+        return self._queued
+
+    def _running_index(self) -> RunningByClass:
+        if self._running is None:
+            self._running = RunningByClass(self.n, self._queue_until, self._cache)
+        return self._running
+
+    def pending_ranked(self, view: SchedulerView) -> Iterable[tuple[JobView, Any]]:
+        # a queued job of class q may evict only running jobs of class ≥ q + hysteresis
+        shift = self.hysteresis - 1
+        return ((job, q + shift) for job, q in self._index(view).walk())
+
+    def left_queue(self, job: JobView) -> None:
+        if self._queued is not None:
+            self._queued.left(job)
+        self._running_index().started(job)
+
+    def victims(self, view: SchedulerView, may_preempt: Callable[[JobView], bool]) -> Iterable[tuple[JobView, Any]]:
+        cap = self.max_preemptions
+        return self._running_index().worst_first(view.now, lambda j: j.preemptions < cap and may_preempt(j))
+
+    def next_change(self, view: SchedulerView) -> float | None:
+        running = self._running_index()
+        running.sync(view.now)
+        best = min(running.earliest_change(), self._index(view).earliest_change())
+        return None if best == math.inf else best
+
+
+@register
+class Hindsight(OrderedPolicy):
+    """Non-clairvoyant: Gittins classes over GPU-time learned online from finished jobs, bounded preemption,
+    starvation guard, consolidated placement (module docstring; docs/policies/hindsight.md)."""
+
+    name = "hindsight"
+    description = ("non-clairvoyant: Gittins classes over GPU-time learned from finished jobs (user/model/GPUs), "
+                   "bounded preemption, consolidated")
+    family = "ddlsched"
+    requirements = Requirements(preemptive=True)
+
+    def __init__(self, base_gpu_s: PositiveFloat = 600.0, num_classes: PositiveInt = 16,
+                 hysteresis: PositiveInt = 2, max_preemptions: NonNegativeInt = 32,
+                 starvation_factor: PositiveFloat = 4.0, starve_after_s: NonNegativeFloat = 86400.0,
+                 window: PositiveInt = 400, min_samples: PositiveInt = 8, use_user: bool = True,
+                 use_model: bool = True, oracle: bool = False) -> None:
+        for label, v in (("base_gpu_s", base_gpu_s), ("starvation_factor", starvation_factor),
+                         ("starve_after_s", starve_after_s)):
+            if not math.isfinite(v):
+                raise ValueError(f"{label} must be finite, got {v}")
+        if num_classes < 2 or hysteresis >= num_classes:
+            raise ValueError(f"need num_classes ≥ 2 and hysteresis < num_classes (got {num_classes}, {hysteresis})")
+        self.predictor = Predictor(window, min_samples, use_user, use_model)
+        ordering = HindsightOrdering(base_gpu_s=base_gpu_s, num_classes=num_classes, hysteresis=hysteresis,
+                                     max_preemptions=max_preemptions, starvation_factor=starvation_factor,
+                                     starve_after_s=starve_after_s, predictor=self.predictor, oracle=oracle)
+        super().__init__(ordering, PLACEMENTS["consolidated"](), backfill=True,
+                         name="hindsight-oracle" if oracle else "hindsight")
+        self.order: HindsightOrdering = ordering
+        self.oracle = oracle
+        self.requirements = Requirements(preemptive=True, clairvoyant=oracle)
+        self._live: dict[str, JobView] = {}  # jobs started by the policy and not seen stopped since
+        self._free_after = -1  # free GPUs once the last pass's decisions are applied
+        self._pred: dict[str, float] = {}  # job -> point prediction of its GPU-time at its first ranking
+        self._errors: list[float] = []  # |predicted − actual| / actual per finished job with a prediction
+
+    def reset(self) -> None:
+        super().reset()
+        self.predictor.clear()
+        self._live.clear()
+        self._free_after = -1
+        self._pred.clear()
+        self._errors.clear()
+
+    def run_notes(self) -> list[str]:
+        """Rule 1's groups a trace without users or model names leaves empty (the predictor falls back to the
+        coarser groups)."""
+        notes = []
+        p = self.predictor
+        if p.seen and not p.users:
+            notes.append("hindsight: the trace has no user; the predictor's per-user groups were disabled")
+        if p.seen and len(p.models) <= 1:
+            notes.append("hindsight: the trace has no job name or model (at most one value); the predictor's "
+                         "per-model groups were disabled")
+        return notes
+
+    def mechanisms(self) -> dict[str, float]:
+        errs = sorted(self._errors)
+        out = {"starvation_promotions": float(self.order.promotions), "predicted_jobs": float(len(errs))}
+        if errs:
+            out["predictor_median_rel_error"] = round(errs[len(errs) // 2], 6)
+        return out
+
+    def _learn(self, view: SchedulerView) -> None:
+        """Record the GPU-time of the jobs that finished since the last pass (only after a pass that freed GPUs
+        the policy did not free itself)."""
+        done: list[str] = []
+        for jid, job in self._live.items():
+            if job.status is not JobStatus.RUNNING:
+                done.append(jid)
+        order, predictor = self.order, self.predictor
+        for jid in done:
+            job = self._live.pop(jid)
+            if job.status is JobStatus.DONE:
+                actual = job.attained_gpu_s
+                pred = self._pred.pop(jid, None)
+                if pred is not None and actual > 0:
+                    self._errors.append(abs(pred - actual) / actual)
+                predictor.observe(order.keys(job), actual)
+                order.forget(jid)
+
+    def schedule(self, view: SchedulerView) -> Sequence[Decision]:
+        if self._free_after >= 0 and view.num_free > self._free_after:
+            self._learn(view)
+        out = super().schedule(view)
+        free = view.num_free
+        for d in out:
+            if isinstance(d, Start):
+                free -= len(d.gpus)
+                job = view.job(d.job_id)
+                self._live[d.job_id] = job
+                if job.job_id not in self._pred and not self.oracle and job.preemptions == 0:
+                    pred = self.predictor.median(self.order.keys(job))
+                    if pred is not None:
+                        self._pred[job.job_id] = pred
+            elif isinstance(d, Preempt):
+                free += view.job(d.job_id).num_gpus
+                self._live.pop(d.job_id, None)
+        self._free_after = free
+        return out

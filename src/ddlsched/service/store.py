@@ -1,0 +1,449 @@
+"""The service's job store: every job and every state change, in one SQLAlchemy database (SQLite in WAL mode by
+default, a PostgreSQL URL works too; docs/service.md).
+
+Every write is one transaction (a job row and its event row commit together or not at all). A job's ``state`` only
+moves forward to one of the terminal states (completed, failed, rejected, cancelled) once: a change reported for a
+job that already ended is ignored, so every job ends exactly once. At open the store refuses, with a clear error and
+without writing anything, a database that is locked by another process, is not a database (corrupt), or was written
+by a newer schema; an older schema is migrated in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    Engine,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    event,
+    func,
+    insert,
+    inspect,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
+from ddlsched.errors import ConfigError, DdlschedError
+
+SCHEMA_VERSION = 1
+"""The schema this code writes. A database with a higher version is refused (written by a newer ddlsched)."""
+
+TERMINAL = ("completed", "failed", "cancelled", "rejected")
+OPEN = ("queued", "running")
+STATES = OPEN + TERMINAL
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+metadata = MetaData()
+meta = Table("ddlsched_meta", metadata, Column("key", String(64), primary_key=True), Column("value", Text))
+jobs = Table(
+    "jobs", metadata,
+    Column("id", String(64), primary_key=True),
+    Column("seq", Integer, nullable=False, unique=True),
+    Column("name", String(200), nullable=False),
+    Column("tenant", String(64), nullable=False, index=True),
+    Column("num_gpus", Integer, nullable=False),
+    Column("model", String(200), nullable=False),
+    Column("entrypoint", Text),
+    Column("iterations", Float),
+    Column("duration_s", Float),
+    Column("priority", Float, nullable=False),
+    Column("state", String(16), nullable=False, index=True),
+    Column("reason", Text, nullable=False, default=""),
+    Column("submitted_at", Float, nullable=False),
+    Column("started_at", Float),
+    Column("ended_at", Float),
+    Column("done_iterations", Float, nullable=False, default=0.0),
+    Column("checkpoint_iterations", Float, nullable=False, default=0.0),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("restarts", Integer, nullable=False, default=0),
+    Column("gpus", Text, nullable=False, default=""),
+    Column("cancel_requested", Integer, nullable=False, default=0),
+)
+events = Table(
+    "job_events", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("job_id", String(64), nullable=False),
+    Column("at", Float, nullable=False),
+    Column("run_s", Float),
+    Column("kind", String(32), nullable=False),
+    Column("detail", Text, nullable=False, default="{}"),
+    Index("ix_job_events_job", "job_id", "id"),
+)
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
+"""``MIGRATIONS[v]`` turns a version ``v - 1`` database into version ``v`` (inside the open transaction). Version 1 is
+the first schema: created whole, nothing to migrate yet."""
+
+
+class StoreError(DdlschedError):
+    """The store cannot be used (locked, corrupt, newer schema): raised at open, nothing was written."""
+
+
+class StoreFull(DdlschedError):
+    """The database (or its disk) is full: the write was rolled back (the API answers 507)."""
+
+
+class DuplicateJob(DdlschedError):
+    """A job with this id is already in the store."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """How one reported state change moves a job (the store's reading of a live run's ``JobChange``)."""
+
+    state: str | None = None
+    """The job's new state, or None when the state does not change."""
+    columns: tuple[str, ...] = ()
+
+
+CHANGES: dict[str, Change] = {
+    "arrived": Change(),
+    "recovered": Change("queued"),
+    "rejected": Change("rejected", ("reason",)),
+    "started": Change("running", ("gpus", "attempt")),
+    "progress": Change(None, ("iterations",)),
+    "preempted": Change("queued", ("iterations",)),
+    "lost": Change("queued", ("iterations",)),
+    "finished": Change("completed"),
+    "failed": Change("failed", ("reason",)),
+    "cancelled": Change("cancelled"),
+    "cancel_requested": Change(),
+}
+"""Every event kind the store records, with the state it moves a job to (``submitted`` is written by
+:meth:`JobStore.submit`)."""
+
+
+def _is_full(e: DBAPIError) -> bool:
+    msg = str(e.orig).lower()
+    return "disk is full" in msg or "database or disk is full" in msg or "no space left" in msg \
+        or "could not extend file" in msg or getattr(e.orig, "pgcode", "") == "53100"
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a ``sqlite:///PATH`` URL (None for another database or an in-memory one)."""
+    if not url.startswith("sqlite:///"):
+        return None
+    p = url[len("sqlite:///"):]
+    return None if p in ("", ":memory:") else Path(p)
+
+
+def as_url(db: str) -> str:
+    """``--db``: a database URL, or a file path (SQLite)."""
+    return db if "://" in db else f"sqlite:///{Path(db).resolve()}"
+
+
+class JobStore:
+    """The job store (see the module docstring). Thread-safe: writes are serialised by one lock."""
+
+    def __init__(self, db: str, *, busy_timeout_s: float = 2.0, sqlite_pragmas: dict[str, Any] | None = None,
+                 synchronous: str = "NORMAL") -> None:
+        self.url = as_url(db)
+        self.path = sqlite_path(self.url)
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._committed: Callable[[], None] | None = None
+        self._file_lock: Any = None
+        if self.path is not None:
+            self._check_file(self.path)
+            self._take_file_lock(self.path)
+        pragmas = {"journal_mode": "WAL", "busy_timeout": int(busy_timeout_s * 1000), "synchronous": synchronous,
+                   "foreign_keys": "ON", **(sqlite_pragmas or {})}
+        try:
+            self.engine = self._connect(pragmas)
+            self._open()
+            self.reader = self._connect(pragmas, writer=False) if self.path is not None else self.engine
+        except BaseException:
+            self.close()
+            raise
+
+    # ---------------------------------------------------------------- opening
+    @staticmethod
+    def _check_file(path: Path) -> None:
+        if not path.exists():
+            if not path.parent.is_dir():
+                raise StoreError(f"{path}: its folder does not exist")
+            return
+        if path.is_dir():
+            raise StoreError(f"{path}: is a folder, not a database file")
+        with path.open("rb") as f:
+            head = f.read(len(SQLITE_MAGIC))
+        if head and head != SQLITE_MAGIC:
+            raise StoreError(f"{path}: not an SQLite database (corrupt or another kind of file); left as it is")
+
+    def _take_file_lock(self, path: Path) -> None:
+        """One service per database file: an advisory lock on ``PATH.lock`` (released by the OS when the process
+        dies, so a ``kill -9`` leaves no stale lock)."""
+        import fcntl
+
+        lock_path = path.with_name(path.name + ".lock")
+        f = lock_path.open("a+")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.seek(0)
+            owner = f.read().strip() or "unknown"
+            f.close()
+            raise StoreError(f"{path}: locked by another ddlsched service (pid {owner}); stop it first") from None
+        f.seek(0)
+        f.truncate()
+        f.write(str(os.getpid()))
+        f.flush()
+        self._file_lock = f
+
+    def _connect(self, pragmas: dict[str, Any], *, writer: bool = True) -> Engine:
+        """The writer's engine opens every transaction with ``BEGIN IMMEDIATE`` (SQLite); the reader's runs each
+        statement on its own (autocommit: a consistent snapshot per statement, never a write lock)."""
+        if self.path is None:
+            return create_engine(self.url, pool_pre_ping=True)
+        engine = create_engine(self.url, connect_args={"check_same_thread": False, "timeout": 0.1})
+
+        @event.listens_for(engine, "connect")
+        def _setup(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (SQLAlchemy's pysqlite recipe)
+            cur = dbapi_conn.cursor()
+            for k, v in pragmas.items():
+                cur.execute(f"PRAGMA {k}={v}")
+            cur.close()
+
+        if writer:
+            @event.listens_for(engine, "begin")
+            def _begin(conn: Connection) -> None:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")  # take the write lock up front: no deadlocked upgrades
+
+        return engine
+
+    def _open(self) -> None:
+        where = str(self.path) if self.path is not None else self.url.split("@")[-1]
+        try:
+            with self.engine.begin() as c:
+                if self.path is not None:
+                    mode = c.exec_driver_sql("PRAGMA journal_mode").scalar()
+                    if str(mode).lower() != "wal":
+                        raise StoreError(f"{where}: could not switch to WAL mode (got {mode!r})")
+                names = set(inspect(c).get_table_names())
+                if "ddlsched_meta" not in names:
+                    if names - {"jobs", "job_events"} or names & {"jobs", "job_events"}:
+                        raise StoreError(f"{where}: holds tables that are not a ddlsched job store "
+                                         f"({', '.join(sorted(names))}); left as it is")
+                    metadata.create_all(c)
+                    c.execute(insert(meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
+                    version = SCHEMA_VERSION
+                else:
+                    raw = c.execute(select(meta.c.value).where(meta.c.key == "schema_version")).scalar()
+                    try:
+                        version = int(raw)
+                    except (TypeError, ValueError):
+                        raise StoreError(f"{where}: schema version {raw!r} unreadable; left as it is") from None
+                if version > SCHEMA_VERSION:
+                    raise StoreError(f"{where}: schema version {version} was written by a newer ddlsched (this one "
+                                     f"reads up to {SCHEMA_VERSION}); upgrade ddlsched; left as it is")
+                for v in range(version + 1, SCHEMA_VERSION + 1):
+                    MIGRATIONS[v](c)
+                if version < SCHEMA_VERSION:
+                    c.execute(update(meta).where(meta.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
+                self._seq = int(c.execute(select(func.coalesce(func.max(jobs.c.seq), 0))).scalar() or 0)
+        except OperationalError as e:
+            msg = str(e.orig)
+            if "locked" in msg or "busy" in msg:
+                raise StoreError(f"{where}: the database is locked by another process ({msg})") from None
+            raise StoreError(f"{where}: cannot open the database: {msg}") from None
+        except DBAPIError as e:
+            raise StoreError(f"{where}: not a usable database (corrupt?): {e.orig}; left as it is") from None
+
+    def close(self) -> None:
+        for name in ("reader", "engine"):
+            engine = getattr(self, name, None)
+            if engine is not None:
+                engine.dispose()
+        if self._file_lock is not None:
+            self._file_lock.close()
+            self._file_lock = None
+
+    # ---------------------------------------------------------------- writes (one transaction each)
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """One transaction under the writers' lock; ``self._committed`` (if a write set it) runs after the commit,
+        still under the lock."""
+        with self._lock:
+            self._committed = None
+            try:
+                with self.engine.begin() as c:
+                    yield c
+            except IntegrityError:
+                raise
+            except DBAPIError as e:
+                if _is_full(e):
+                    raise StoreFull(f"the job store is full ({e.orig}); nothing was written") from None
+                raise
+            if self._committed is not None:
+                self._committed()
+
+    def submit(self, job: dict[str, Any], *, at: float | None = None) -> dict[str, Any]:
+        """Insert a new job (state ``queued``) and its ``submitted`` event; returns the stored row."""
+        at = time.time() if at is None else at
+        try:
+            with self._write() as c:  # the lock is held until the commit: ``seq`` is taken and advanced under it
+                seq = self._seq + 1
+                row = {"seq": seq, "state": "queued", "reason": "", "submitted_at": at, "done_iterations": 0.0,
+                       "checkpoint_iterations": 0.0, "attempts": 0, "restarts": 0, "gpus": "",
+                       "cancel_requested": 0, "started_at": None, "ended_at": None, **job}
+                c.execute(insert(jobs).values(**row))
+                c.execute(insert(events).values(job_id=row["id"], at=at, run_s=None, kind="submitted",
+                                                detail=json.dumps({k: job[k] for k in sorted(job) if k != "id"})))
+                self._committed = lambda: setattr(self, "_seq", seq)
+        except IntegrityError:
+            raise DuplicateJob(f"job {job['id']!r} already exists") from None
+        return row
+
+    def record(self, job_id: str, kind: str, detail: dict[str, Any] | None = None, *, run_s: float | None = None,
+               at: float | None = None) -> bool:
+        """Record one state change (an event row and the job's new columns, together). Returns False (nothing
+        written) when the job is unknown or already ended."""
+        with self._write() as c:
+            return self._apply(c, job_id, kind, detail or {}, run_s, time.time() if at is None else at)
+
+    def record_many(self, changes: list[tuple[str, str, dict[str, Any], float | None, float]]) -> list[bool]:
+        """Several changes ``(job_id, kind, detail, run_s, at)`` in order, in one transaction (all or none)."""
+        with self._write() as c:
+            return [self._apply(c, *ch) for ch in changes]
+
+    @staticmethod
+    def _apply(c: Connection, job_id: str, kind: str, detail: dict[str, Any], run_s: float | None,
+               at: float) -> bool:
+        spec = CHANGES.get(kind, Change())  # a kind the store does not know: an event row, no state change
+        cur = c.execute(select(jobs.c.state, jobs.c.started_at).where(jobs.c.id == job_id)).first()
+        if cur is None or cur.state in TERMINAL:
+            return False
+        values: dict[str, Any] = {}
+        if spec.state is not None:
+            values["state"] = spec.state
+            if spec.state in TERMINAL:
+                values["ended_at"] = at
+        if kind in ("rejected", "failed"):
+            values["reason"] = str(detail.get("reason", ""))
+        elif kind == "started":
+            values["gpus"] = ",".join(str(g) for g in detail.get("gpus", ()))
+            values["attempts"] = int(detail.get("attempt", 0))
+            if cur.started_at is None:
+                values["started_at"] = at
+        elif kind == "progress":
+            values["done_iterations"] = float(detail.get("iterations", 0.0))
+        elif kind in ("preempted", "lost"):
+            values["checkpoint_iterations"] = values["done_iterations"] = float(detail.get("iterations", 0.0))
+            values["gpus"] = ""
+        elif kind == "recovered":
+            if detail.get("was") == "running":
+                values["restarts"] = jobs.c.restarts + 1
+            values["gpus"] = ""
+        elif kind == "cancel_requested":
+            values["cancel_requested"] = 1
+        elif kind == "finished":
+            values["gpus"] = ""
+            if "iterations" in detail:
+                values["done_iterations"] = float(detail["iterations"])
+        if kind in ("failed", "cancelled", "rejected"):
+            values["gpus"] = ""
+        if values:
+            c.execute(update(jobs).where(jobs.c.id == job_id).values(**values))
+        c.execute(insert(events).values(job_id=job_id, at=at, run_s=run_s, kind=kind,
+                                        detail=json.dumps(detail, default=str, sort_keys=True)))
+        return True
+
+    # ---------------------------------------------------------------- reads
+    def get(self, job_id: str) -> dict[str, Any] | None:
+        with self.reader.connect() as c:
+            r = c.execute(select(jobs).where(jobs.c.id == job_id)).first()
+            c.rollback()
+        return None if r is None else dict(r._mapping)
+
+    def list(self, *, tenant: str | None = None, state: str | None = None, limit: int = 100,
+             offset: int = 0, newest_first: bool = False) -> list[dict[str, Any]]:
+        q = select(jobs).order_by(jobs.c.seq.desc() if newest_first else jobs.c.seq)
+        if tenant is not None:
+            q = q.where(jobs.c.tenant == tenant)
+        if state is not None:
+            q = q.where(jobs.c.state.in_(state.split(",")))
+        with self.reader.connect() as c:
+            rows = [dict(r._mapping) for r in c.execute(q.limit(limit).offset(offset))]
+            c.rollback()
+        return rows
+
+    def events(self, job_id: str) -> list[dict[str, Any]]:
+        q = select(events).where(events.c.job_id == job_id).order_by(events.c.id)
+        with self.reader.connect() as c:
+            out = [{**dict(r._mapping), "detail": json.loads(r.detail)} for r in c.execute(q)]
+            c.rollback()
+        return out
+
+    def unfinished(self) -> list[dict[str, Any]]:
+        """Jobs submitted but not ended, in submission order (what a restarted service resubmits)."""
+        return self.list(state="queued,running", limit=-1)
+
+    def counts(self, tenant: str | None = None) -> dict[str, int]:
+        """Jobs per state (every state present, 0 when none)."""
+        q = select(jobs.c.state, func.count()).group_by(jobs.c.state)
+        if tenant is not None:
+            q = q.where(jobs.c.tenant == tenant)
+        with self.reader.connect() as c:
+            got = {s: int(n) for s, n in c.execute(q)}
+            c.rollback()
+        return {s: got.get(s, 0) for s in STATES}
+
+    def stats(self) -> list[dict[str, Any]]:
+        """Per tenant: jobs per state, mean JCT of completed jobs (wall seconds, submission to end), GPU count."""
+        q = select(jobs.c.tenant, jobs.c.state, func.count(), func.avg(jobs.c.ended_at - jobs.c.submitted_at),
+                   func.sum(jobs.c.num_gpus)).group_by(jobs.c.tenant, jobs.c.state).order_by(jobs.c.tenant)
+        with self.reader.connect() as c:
+            rows = list(c.execute(q))
+            c.rollback()
+        out: dict[str, dict[str, Any]] = {}
+        for tenant, state, n, jct, gpus in rows:
+            t = out.setdefault(tenant, {"tenant": tenant, **{s: 0 for s in STATES}, "avg_jct_s": None,
+                                        "running_gpus": 0})
+            t[state] = int(n)
+            if state == "completed":
+                t["avg_jct_s"] = float(jct) if jct is not None else None
+            if state == "running":
+                t["running_gpus"] = int(gpus or 0)
+        return list(out.values())
+
+    def schema_version(self) -> int:
+        with self.reader.connect() as c:
+            v = int(c.execute(select(meta.c.value).where(meta.c.key == "schema_version")).scalar() or 0)
+            c.rollback()
+        return v
+
+    def ping(self) -> None:
+        with self.reader.connect() as c:
+            c.execute(text("SELECT 1"))
+
+
+def open_store(db: str, **kw: Any) -> JobStore:
+    """Open the store, turning a :class:`StoreError` into a :class:`ConfigError` naming ``--db``."""
+    try:
+        return JobStore(db, **kw)
+    except StoreError as e:
+        raise ConfigError(str(e), field="--db") from None
+
+
+__all__ = ["CHANGES", "OPEN", "SCHEMA_VERSION", "STATES", "TERMINAL", "DuplicateJob", "JobStore", "StoreError",
+           "StoreFull", "open_store"]

@@ -1,0 +1,130 @@
+"""``hindsight`` (docs/policies/hindsight.md): property test (every job accounted for, no GPU held by two jobs,
+runs identical), the predictor and Gittins index on hand-computed cases, bounded preemption, parameter
+validation, and the notes for a trace without users or model names."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ddlsched
+from ddlsched.engine import SimConfig, run_simulation
+from ddlsched.engine.decisions import Decision, Preempt, Start
+from ddlsched.engine.view import SchedulerView
+from ddlsched.errors import ConfigError
+from ddlsched.policies import make_policy
+from ddlsched.policies.hindsight import Hindsight, _Group
+from ddlsched.workload import JobSpec
+from ddlsched.workload.profiles import default_catalog
+
+MODELS = ["resnet50", "vgg16", "bert", "lstm"]
+
+
+class _Checked(Hindsight):
+    """Hindsight that checks, at every pass, that no GPU hosts two running jobs and that it starts jobs only on
+    free GPUs."""
+
+    name = "hindsight-checked"
+
+    def schedule(self, view: SchedulerView) -> Sequence[Decision]:
+        held: set[int] = set()
+        for job in view.running:
+            assert held.isdisjoint(job.gpus), f"GPU double-booked at t={view.now}"
+            held.update(job.gpus)
+        assert len(held) + view.num_free == view.cluster.num_gpus
+        out = super().schedule(view)
+        freed = {g for d in out if isinstance(d, Preempt) for g in view.job(d.job_id).gpus}
+        for d in out:
+            if isinstance(d, Start):
+                assert not (set(d.gpus) & (held - freed)), "start on a busy GPU"
+                held.update(d.gpus)
+        return out
+
+
+@st.composite
+def workloads(draw: st.DrawFn) -> list[JobSpec]:
+    n = draw(st.integers(1, 40))
+    users = draw(st.sampled_from([None, ["a"], ["a", "b", "c"]]))
+    jobs = []
+    for i in range(n):
+        gpus = draw(st.sampled_from([1, 1, 1, 2, 4, 8, 16]))
+        secs = draw(st.sampled_from([5.0, 60.0, 600.0, 3600.0, 36000.0, 400000.0]))
+        jobs.append(JobSpec(f"j{i}", draw(st.floats(0, 20000, allow_nan=False)), gpus,
+                            draw(st.sampled_from(MODELS)), duration_s=secs * draw(st.floats(0.5, 2.0)),
+                            user=None if users is None else draw(st.sampled_from(users))))
+    return jobs
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jobs=workloads(), servers=st.integers(1, 4), seed=st.integers(0, 3),
+       params=st.sampled_from([{}, {"hysteresis": 1, "max_preemptions": 1}, {"min_samples": 1, "window": 3},
+                               {"oracle": True}]))
+def test_every_job_accounted_no_gpu_double_booked_deterministic(jobs: list[JobSpec], servers: int, seed: int,
+                                                               params: dict) -> None:
+    cluster = ddlsched.build_cluster(racks=1, servers_per_rack=servers, gpus_per_server=8)
+    cfg = SimConfig(audit=True, seed=seed)
+    a = run_simulation(cluster, jobs, _Checked(**params), cfg, catalog=default_catalog())
+    assert len(a.records) + len(a.rejected) + len(a.unfinished) == len(jobs)
+    too_big = sum(j.num_gpus > cluster.num_gpus for j in jobs)
+    assert len(a.rejected) == too_big and not a.unfinished
+    b = run_simulation(cluster, jobs, _Checked(**params), cfg, catalog=default_catalog())
+    assert a.records == b.records and a.timeseries == b.timeseries and a.mechanisms == b.mechanisms
+    cap = params.get("max_preemptions")
+    if cap is not None:
+        assert all(r["preemptions"] <= cap for r in a.records)
+
+
+def test_gittins_index_hand_computed() -> None:
+    g = _Group(window=10)
+    for x in (1.0, 3.0, 10.0):
+        g.add(x)
+    # at a = 0: Δ=1 → (1/3) / ((1+1+1)/3) = 1/3; Δ=3 → (2/3) / ((1+3+3)/3) = 2/7; Δ=10 → 1 / (14/3) = 3/14
+    idx, above = g.gittins(0, 0.0)
+    assert above == 3 and idx == pytest.approx(1 / 3)
+    # at a = 2 (samples 3, 10 above): Δ=1 → (1/2) / ((1+1)/2) = 1/2; Δ=8 → 1 / ((1+8)/2) = 2/9
+    idx, above = g.gittins(1, 2.0)
+    assert above == 2 and idx == pytest.approx(1 / 2)
+    assert g.gittins(2, 10.0) == (0.0, 0)
+
+
+def test_predictor_learns_and_its_error_is_reported() -> None:
+    """Two users: u0 submits 10-minute jobs, u1 10-hour jobs, interleaved, on a cluster too small to run them all;
+    after a few finish, u0's queued jobs rank first — fewer hours of JCT than least-attained service."""
+    jobs = [JobSpec(f"j{i}", 60.0 * i, 4, "resnet50", duration_s=600.0 if i % 2 == 0 else 36000.0,
+                    user=f"u{i % 2}") for i in range(60)]
+    cluster = ddlsched.build_cluster(racks=1, servers_per_rack=2, gpus_per_server=8)
+    h = ddlsched.simulate(jobs, cluster, "hindsight", policy_params={"min_samples": 2})
+    t = ddlsched.simulate(jobs, cluster, "tiresias")
+    assert h.summary["jobs_completed"] == 60
+    mech = h.summary["mechanisms"]
+    assert mech["predicted_jobs"] > 30 and 0 <= mech["predictor_median_rel_error"] < 1.0
+    assert h.summary["avg_jct_s"] < t.summary["avg_jct_s"]
+
+
+def test_a_trace_without_users_or_models_says_what_was_disabled() -> None:
+    jobs = [JobSpec(f"j{i}", 10.0 * i, 1, "resnet50", duration_s=100.0) for i in range(5)]
+    r = ddlsched.simulate(jobs, ddlsched.build_cluster(), "hindsight")
+    assert r.summary["jobs_completed"] == 5
+    assert any("no user" in n and "per-user groups were disabled" in n for n in r.notes)
+    assert any("per-model groups were disabled" in n for n in r.notes)
+    jobs = [JobSpec(f"j{i}", 10.0 * i, 1, MODELS[i % 2], duration_s=100.0, user=f"u{i}") for i in range(5)]
+    assert not [n for n in ddlsched.simulate(jobs, ddlsched.build_cluster(), "hindsight").notes
+                if n.startswith("hindsight")]
+
+
+@pytest.mark.parametrize("params", [{"num_classes": 1}, {"hysteresis": 16}, {"base_gpu_s": 0},
+                                    {"starve_after_s": -1}, {"window": 0}, {"base_gpu_s": math.inf},
+                                    {"oracle": "yes"}, {"nonsense": 1}])
+def test_bad_parameters_are_refused(params: dict) -> None:
+    with pytest.raises(ConfigError, match="policy 'hindsight'"):
+        make_policy("hindsight", params)
+
+
+def test_oracle_is_clairvoyant_and_the_default_is_not() -> None:
+    assert make_policy("hindsight").requirements.clairvoyant is False
+    oracle = make_policy("hindsight", {"oracle": True})
+    assert oracle.requirements.clairvoyant is True and oracle.name == "hindsight-oracle"
