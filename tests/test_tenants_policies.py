@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -9,6 +11,9 @@ from hypothesis import strategies as st
 import ddlsched
 from ddlsched.cluster.tenants import Tenant, TenantSet, attach
 from ddlsched.cluster.topology import Cluster, GPUType, ServerSpec
+from ddlsched.engine.decisions import Decision, Preempt, Start
+from ddlsched.engine.view import SchedulerView
+from ddlsched.policies.quota import QuotaPolicy
 from ddlsched.workload import JobSpec
 
 
@@ -163,3 +168,107 @@ def test_het_policy_alternates_the_fast_gpu() -> None:
     # the homogeneous variant leaves a on FAST (3000 s) and b on SLOW (6000 s)
     r = _by_id(ddlsched.simulate(jobs, c, "fair-maxmin", policy_params={"round_s": 100.0}, restart_penalty_s=0.0))
     assert [r[j]["finish_s"] for j in "ab"] == pytest.approx([3000.0, 6000.0])
+
+
+# -- per-type quotas (docs/policies/fairness.md §2) -------------------------------------------------------------
+
+def _two_types(tenants: dict[str, dict]) -> Cluster:
+    """Server 0: 4 V100 (GPUs 0-3), server 1: 4 A100 (GPUs 4-7); ``tenants``: name → fields. The catalogue has no
+    speed-up for A100, so both types run a job at the same speed (the hand-computed times stay simple)."""
+    c = Cluster.build("h2", [[ServerSpec(4, "V100", 10.0), ServerSpec(4, "A100", 10.0)]],
+                      {"V100": GPUType("V100", 32768), "A100": GPUType("A100", 32768)})
+
+    def t(name: str, d: dict) -> Tenant:
+        q = d.get("quota", 0)
+        by_type = q if isinstance(q, dict) else {}
+        return Tenant(name, 1.0, sum(by_type.values()) if by_type else q, by_type, d.get("borrow_limit"), None,
+                      None)
+    ts = {n: t(n, d) for n, d in tenants.items()} | {"default": t("default", {})}
+    return attach(c, TenantSet(ts, "default"))
+
+
+class _Watched(QuotaPolicy):
+    """The quota policy, recording the GPUs of every start and, after each pass, each tenant's GPUs per type."""
+
+    def __init__(self, **kw: object) -> None:
+        super().__init__(**kw)  # type: ignore[arg-type]
+        self.starts: dict[str, list[tuple[int, ...]]] = {}
+        self.held: list[dict[tuple[str, str], int]] = []
+
+    def schedule(self, view: SchedulerView) -> Sequence[Decision]:
+        out = super().schedule(view)
+        ts, kind = view.cluster.tenants, view.cluster.gpu_type
+        gone = {d.job_id for d in out if isinstance(d, Preempt)}
+        now = [(j.user, j.gpus) for j in view.running if j.job_id not in gone]
+        for d in out:
+            if isinstance(d, Start):
+                self.starts.setdefault(d.job_id, []).append(d.gpus)
+                now.append((view.job(d.job_id).user, d.gpus))
+        held: dict[tuple[str, str], int] = {}
+        for user, gpus in now:
+            for g in gpus:
+                key = (ts.of(user), kind[g])
+                held[key] = held.get(key, 0) + 1
+        self.held.append(held)
+        return out
+
+
+def test_quota_per_type_reclaims_exactly_its_type() -> None:
+    # A {V100: 4}, B {A100: 4}. B bursts eight 1000 s jobs at 0: b0..b3 within quota on the A100s, b4..b7 borrow
+    # the V100s. A's four 50 s jobs at 100 are within quota on V100 only: each reclaims one of B's V100 jobs
+    # (most recently started first, ties latest arrival: b7, b6, b5, b4) in that same pass; b0..b3 stay untouched.
+    c = _two_types({"A": {"quota": {"V100": 4}}, "B": {"quota": {"A100": 4}}})
+    pol = _Watched()
+    res = ddlsched.simulate(BURST, c, pol)
+    r = _by_id(res)
+    v100, a100 = {0, 1, 2, 3}, {4, 5, 6, 7}
+    assert [set(pol.starts[f"b{i}"][0]) <= a100 for i in range(4)] == [True] * 4
+    assert [set(pol.starts[f"b{i}"][0]) <= v100 for i in range(4, 8)] == [True] * 4
+    assert [r[f"a{i}"]["first_start_s"] for i in range(4)] == [100.0] * 4
+    assert set().union(*(pol.starts[f"a{i}"][0] for i in range(4))) == v100
+    assert [r[f"a{i}"]["finish_s"] for i in range(4)] == pytest.approx([150.0] * 4)
+    assert [r[f"b{i}"]["preemptions"] for i in range(8)] == [0] * 4 + [1] * 4
+    # b4..b7 borrow the V100s again at 150, pay the 30 s restart, then run their last 900 s
+    assert [r[f"b{i}"]["finish_s"] for i in range(8)] == pytest.approx([1000.0] * 4 + [1080.0] * 4)
+    assert res.summary["mechanisms"]["reclaim_preemptions"] == 4
+    assert res.summary["mechanisms"]["borrowed_starts"] == 8
+
+
+@pytest.mark.parametrize(("quota", "borrow_limit", "a_start", "borrowed"), [
+    ({"V100": 4}, None, 100.0, 1),  # within quota on V100 only: the free A100 is borrowed (step 2)
+    ({"V100": 4}, 0, 1000.0, 0),  # ... and with no borrowing it waits for C's V100s
+    (4, 0, 100.0, 0)])  # a total quota is type-agnostic: the free A100 is within quota
+def test_quota_per_type_does_not_guarantee_other_types(quota: object, borrow_limit: int | None, a_start: float,
+                                                      borrowed: int) -> None:
+    # C (total quota 4, so never borrowing with 4 GPUs) fills the V100s at 0 (consolidated: server 0 first) with
+    # four 1000 s jobs; A's one 50 s job arrives at 100 with the four A100s free. C is not borrowing on V100, so
+    # nothing is reclaimed for A.
+    c = _two_types({"A": {"quota": quota, "borrow_limit": borrow_limit}, "C": {"quota": 4}})
+    jobs = [_job(f"c{i}", "C", 0.0, 1000.0) for i in range(4)] + [_job("a", "A", 100.0, 50.0)]
+    pol = _Watched()
+    res = ddlsched.simulate(jobs, c, pol)
+    r = _by_id(res)
+    assert all(set(pol.starts[f"c{i}"][0]) <= {0, 1, 2, 3} for i in range(4))
+    assert r["a"]["first_start_s"] == pytest.approx(a_start)
+    assert res.summary["mechanisms"]["borrowed_starts"] == borrowed
+    assert res.summary["mechanisms"]["reclaim_preemptions"] == 0
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jobs=_jobs, qv=st.integers(0, 4), qk=st.integers(0, 4), reclaim=st.sampled_from(["never", "always"]))
+def test_quota_per_type_without_borrowing_never_exceeds_a_type_quota(jobs: list, qv: int, qk: int,
+                                                                      reclaim: str) -> None:
+    quotas = {"A": {"V100": qv, "A100": qk}, "B": {"V100": 4 - qv, "A100": 4 - qk}}
+    c = _two_types({t: {"quota": q, "borrow_limit": 0} for t, q in quotas.items()})
+    specs = [_job(f"j{i}", u if u != "C" else "A", a, d, g) for i, (u, a, d, g) in enumerate(jobs)]
+    specs = [s for s in specs if s.num_gpus <= max(quotas[s.user].values())]  # others could never start
+    if not specs:
+        return
+    pol = _Watched(reclaim=reclaim)
+    res = ddlsched.simulate(specs, c, pol)
+    assert res.summary["jobs_completed"] == len(specs)
+    for held in pol.held:
+        for (t, kind), n in held.items():
+            assert n <= quotas[t][kind], (t, kind, n)
+    again = ddlsched.simulate(specs, c, _Watched(reclaim=reclaim))
+    assert list(res.records.rows()) == list(again.records.rows())
