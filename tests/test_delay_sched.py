@@ -40,14 +40,15 @@ def test_levels_and_worst_placement() -> None:
 
 
 def _sim_view(cluster: Cluster, perf: dict):
-    """The fluid model's view and two pending jobs' views (the model prepared, nothing run)."""
+    """The fluid model's view and two pending jobs' views (the model prepared, nothing run). The model is built for a
+    clairvoyant policy (sjf), as delay scheduling's timers and tuners read remaining work."""
     from ddlsched.engine.core import Core
     from ddlsched.engine.run import build_model, default_catalog
 
-    model = build_model(cluster, make_policy("fifo"), SimConfig(perf_model="sharing", perf_params=perf),
+    model = build_model(cluster, make_policy("sjf"), SimConfig(perf_model="sharing", perf_params=perf),
                         default_catalog())
     Core([JobSpec("v", 0.0, 2, "vgg16", iterations=1.0), JobSpec("r", 0.0, 2, "resnet18", iterations=1.0)],
-         make_policy("fifo"), model)
+         make_policy("sjf"), model)
     return model.view(), model.states["v"].view, model.states["r"].view
 
 
