@@ -30,8 +30,11 @@ demo: $(DEMO_STAMP)
 		--policies fifo+consolidated,fifo+pack,sjf+consolidated,tiresias+consolidated,delay-sched
 	@echo "ddlsched is installed in $(VENV): run '. $(VENV)/bin/activate' once per shell for the README's ddlsched lines"
 
+# tests marked `isolated` run in a second pytest process: the Ray-in-namespaces testbed test passes alone and beside
+# the other testbed tests, but its workers fail to start after the rest of the suite in one process (cause not found)
 test: $(STAMP)
 	$(PY) -m pytest
+	$(PY) -m pytest -m isolated
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples
