@@ -105,20 +105,15 @@ class SocketRing:
         self.rx.close()
 
 
-class TorchRing:
-    """Same ring over ``torch.distributed`` isend/irecv (gloo, CPU)."""
+class GroupRing:
+    """The ring over an already initialised ``torch.distributed`` process group (gloo, CPU): ``sendrecv`` sends to
+    rank+1 while receiving from rank−1 (isend/irecv)."""
 
-    def __init__(self, rank: int, peers: list[tuple[str, int]], timeout_s: float = 60.0) -> None:
-        import datetime
-
+    def __init__(self, rank: int, n: int) -> None:
         import torch
         import torch.distributed as dist
 
-        self.torch, self.dist = torch, dist
-        self.rank, self.n = rank, len(peers)
-        host, port = peers[0]
-        dist.init_process_group("gloo", init_method=f"tcp://{host}:{port + 2000}", rank=rank, world_size=self.n,
-                                timeout=datetime.timedelta(seconds=timeout_s))
+        self.torch, self.dist, self.rank, self.n = torch, dist, rank, n
 
     def sendrecv(self, send: np.ndarray, recv: np.ndarray) -> None:
         t = self.torch
@@ -130,11 +125,25 @@ class TorchRing:
     def barrier(self) -> None:
         self.dist.barrier()
 
+
+class TorchRing(GroupRing):
+    """Same ring over ``torch.distributed`` isend/irecv (gloo, CPU), its process group set up from the peers."""
+
+    def __init__(self, rank: int, peers: list[tuple[str, int]], timeout_s: float = 60.0) -> None:
+        import datetime
+
+        import torch.distributed as dist
+
+        host, port = peers[0]
+        dist.init_process_group("gloo", init_method=f"tcp://{host}:{port + 2000}", rank=rank, world_size=len(peers),
+                                timeout=datetime.timedelta(seconds=timeout_s))
+        super().__init__(rank, len(peers))
+
     def close(self) -> None:
         self.dist.destroy_process_group()
 
 
-def ring_allreduce(ring: SocketRing | TorchRing, buf: np.ndarray) -> None:
+def ring_allreduce(ring: SocketRing | GroupRing, buf: np.ndarray) -> None:
     """In-place sum all-reduce: reduce-scatter + all-gather, 2(n−1) steps of M/n (docs/physics.md §2)."""
     n, r = ring.n, ring.rank
     if n == 1:

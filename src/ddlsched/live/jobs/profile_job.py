@@ -14,24 +14,7 @@ import time
 import numpy as np
 
 from ddlsched.job import Job
-from ddlsched.testbed.worker import ring_allreduce
-
-
-class _GlooRing:
-    """The testbed ring's transport (``sendrecv`` to rank+1 from rank−1) over an initialised process group."""
-
-    def __init__(self, rank: int, n: int) -> None:
-        import torch
-        import torch.distributed as dist
-
-        self.torch, self.dist, self.rank, self.n = torch, dist, rank, n
-
-    def sendrecv(self, send: np.ndarray, recv: np.ndarray) -> None:
-        t = self.torch
-        r = self.dist.irecv(t.from_numpy(recv), src=(self.rank - 1) % self.n)
-        s = self.dist.isend(t.from_numpy(np.ascontiguousarray(send)), dst=(self.rank + 1) % self.n)
-        s.wait()
-        r.wait()
+from ddlsched.testbed.worker import GroupRing, ring_allreduce
 
 
 def main() -> None:
@@ -42,7 +25,7 @@ def main() -> None:
         raise ValueError(f"compute_s and grad_bytes must be >= 0, got {compute_s}, {grad_bytes}")
     job.init_process_group()
     buf = np.zeros(max(grad_bytes // 4, job.world_size), np.float32)
-    ring = _GlooRing(job.rank, job.world_size) if job.world_size > 1 else None
+    ring = GroupRing(job.rank, job.world_size) if job.world_size > 1 else None
     for _ in job.steps():
         if compute_s:
             time.sleep(compute_s)
