@@ -30,8 +30,8 @@ Tenants with a total quota behave exactly as without this rule. Without tenants 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 from ddlsched.engine.allocation import FreeIndex, MemoryFiltered
 from ddlsched.engine.decisions import Decision, Preempt, Start
@@ -158,10 +158,15 @@ class QuotaPolicy(Policy):
                     need -= r.num_gpus
             if need > 0:
                 return None
+            return place_evicting(job, chosen, lambda: alloc.for_mem(job.mem_mb))
+
+        def place_evicting(job: JobView, chosen: list[JobView], free: Callable[[], Any]) -> list[int] | None:
+            """Place ``job`` on the GPUs ``free()`` offers once ``chosen`` are evicted; if it still does not fit
+            (fragmentation), undo and evict nobody for nothing."""
             for r in chosen:
                 alloc.release(r.gpus)
-            gpus = self.placement.place(job, alloc.for_mem(job.mem_mb), view)
-            if gpus is None:  # fragmentation: undo, evict nobody for nothing
+            gpus = self.placement.place(job, free(), view)
+            if gpus is None:
                 for r in chosen:
                     alloc.take(r.gpus)
                 return None
@@ -194,15 +199,7 @@ class QuotaPolicy(Policy):
                     need -= on_k
             if need > 0:
                 return None
-            for r in chosen:
-                alloc.release(r.gpus)
-            gpus = self.placement.place(job, self._of_type(view, alloc.for_mem(job.mem_mb), k), view)
-            if gpus is None:  # fragmentation: undo, evict nobody for nothing
-                for r in chosen:
-                    alloc.take(r.gpus)
-                return None
-            evict(chosen)
-            return gpus
+            return place_evicting(job, chosen, lambda: self._of_type(view, alloc.for_mem(job.mem_mb), k))
 
         def guaranteed_typed(t: str, job: JobView) -> list[int] | None:
             """A within-quota placement of a per-type tenant's job on one type (most headroom first), or None."""
