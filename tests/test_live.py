@@ -202,6 +202,27 @@ def test_preempt_waits_for_checkpoint_before_the_gpus_are_reused():
     assert res.mechanisms["deferred_launches"] == 1
 
 
+def test_a_job_faster_than_its_ideal_has_negative_contention_only():
+    """1000 iterations of m on one GPU (ideal 50 ms each) measured in 25 s, half their ideal: every other cause is 0, contention_s is the (negative)
+    excess, and the accounts close. The live model declares it on the instance, so the compiled core sees it too."""
+    def respond(call, arg, t):
+        if call != "launch":
+            return []
+        return [ExecEvent(EventKind.STARTED, arg.job_id, t, arg.attempt),
+                ExecEvent(EventKind.FINISHED, arg.job_id, t + 25.0, arg.attempt, 1000)]
+
+    ex = ScriptedExecutor(respond)
+    run = LiveRun(cluster4x4(), Scripted({"a": (0,)}), ex, time_scale=FAST, catalog=CAT,
+                  jobs=[JobSpec("a", 0.0, 1, "m", iterations=1000)])
+    ex.clock = run.clock
+    res = run.run()
+    _check_accounts(res)
+    (r,) = res.records
+    assert r["run_s"] == pytest.approx(25.0) and r["ideal_run_s"] == pytest.approx(50.0)
+    assert r["contention_s"] == pytest.approx(-25.0)
+    assert all(r[c] == 0 for c in CAUSES if c != "contention_s")
+
+
 def test_failed_job_is_accounted_with_its_reason_and_frees_its_gpus():
     def respond(call, arg, t):
         if call != "launch":

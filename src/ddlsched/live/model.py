@@ -184,12 +184,14 @@ Change = Callable[[float, str, str, dict[str, Any]], None]
 class LiveModel(FluidModel):
     name = "live"
     description = "the fluid model's decisions carried out by an executor; progress and times measured"
-    nonphysical = frozenset({"contention_s"})  # the unexplained remainder may be < 0 (module docstring)
 
     def __init__(self, cluster: Cluster, catalog: ModelCatalog, requirements: Requirements,
                  settings: ModelSettings, *, executor: Executor, clock: LiveClock, grace_s: float = 30.0,
                  serve: bool = False) -> None:
         super().__init__(cluster, catalog, requirements, settings)
+        # the unexplained remainder may be < 0 (module docstring). Set on the instance: the compiled core reads the
+        # base class's attribute slot, where a class attribute of this plain-Python subclass is not seen
+        self.nonphysical = frozenset({"contention_s"})
         self.executor = executor
         self.clock = clock
         self.grace_s = grace_s
