@@ -153,30 +153,35 @@ class PhasedTcpContention(PhasedContention):
             return locked
         weights, floor = tcp_allocation({k: j.hops for k, j in jobs.items()}, self._cap, self.tcp_exponent,
                                         own_queue=self.tcp_own_queue)
-        per_link = []
+        # links with the same rings, loads and scales have the same expectation: keep the smallest capacity of
+        # each such group (a server's NIC in and out carry the same ring hops; the shares are byte-identical)
+        groups: dict[tuple[tuple[str, ...], tuple[float, ...], tuple[float, ...], bool], float] = {}
         for lid in links:
             on = sorted(self._link_jobs[lid])
             ms = [jobs[k].use[lid] for k in on]
             ws = [weights[k] for k in on]
             if all(w == ws[0] for w in ws):
-                per_link.append((lid, on, ms, [1.0] * len(on), False))  # phased's expectation exactly
+                key = (tuple(on), tuple(ms), (1.0,) * len(on), False)  # phased's expectation exactly
             elif len(on) <= EXACT_MAX:
-                per_link.append((lid, on, [m * w for m, w in zip(ms, ws, strict=True)], ws, True))
+                key = (tuple(on), tuple(m * w for m, w in zip(ms, ws, strict=True)), tuple(ws), True)
             else:
                 loads = weighted_loads(ms, ws)
-                per_link.append((lid, on, loads, [a / m for a, m in zip(loads, ms, strict=True)], False))
+                key = (tuple(on), tuple(loads), tuple(a / m for a, m in zip(loads, ms, strict=True)), False)
+            cap = self._cap[lid]
+            if cap < groups.get(key, math.inf):
+                groups[key] = cap
+        per_link = [(cap, list(on), list(loads), scale, exact) for (on, loads, scale, exact), cap in groups.items()]
         for _ in range(_MAX_ROUNDS):
             duty = {}
             for k, j in jobs.items():
                 tau = j.bytes_per_hop / rate[k]
                 duty[k] = tau / j.iteration(tau + j.latency_s)
             new = {k: j.alone_rate for k, j in jobs.items()}
-            for lid, on, loads, scale, exact in per_link:
-                cap = self._cap[lid]
+            for cap, on, loads, scale, exact in per_link:
                 inv = (weighted_leave_one_out(loads, [duty[k] for k in on]) if exact
-                       else leave_one_out_inverse(loads, [duty[k] for k in on]))
-                for k, e, s in zip(on, inv, scale, strict=True):
-                    share = cap * s * e
+                       else leave_one_out_inverse([int(x) for x in loads], [duty[k] for k in on]))
+                for k, e, sc in zip(on, inv, scale, strict=True):
+                    share = cap * sc * e
                     if share < new[k]:
                         new[k] = share
             moved = max(abs(new[k] - rate[k]) / rate[k] for k in jobs)
