@@ -17,7 +17,7 @@ rescore`` does (every scenario replayed once from its jobs' mean measured starts
 Printed: per run, median / p90 / worst |error| of communication time and JCT for each; then, pooled over the runs,
 per job of every scenario with contention: its partners on a shared link, whether their alone periods are equal,
 the start offset in alone periods (circular, 0 = aligned, 0.5 = opposite), and the mean signed error of each
-model over the runs; finally the share of the jobs over 15 % that sit in equal-period pairs.
+model over the runs; finally, per model, the job-runs over 15 % and how many have a partner of equal period.
 """
 
 from __future__ import annotations
@@ -135,18 +135,17 @@ def main() -> None:
     print(f"pooled over {len(reports)} runs: mean signed communication error per job (jobs with a partner)")
     print(f"| job | partners on a shared link | {' | '.join(MODELS)} |")
     print(f"|---|---|{'---:|' * len(MODELS)}")
-    big_equal = big_total = 0
     for job in sorted(pooled, key=lambda k: -abs(statistics.mean(pooled[k]["random"]))):
         if job not in partners:
             continue
         means = {m: statistics.mean(pooled[job][m]) for m in MODELS}
         print(f"| {job} | {', '.join(partners[job])} | " + " | ".join(f"{100 * means[m]:+.1f} %" for m in MODELS)
               + " |")
-        for e in pooled[job]["random"]:
-            if abs(e) > 0.15:
-                big_total += 1
-                big_equal += any("equal T" in p for p in partners[job])
-    print(f"\n`random` jobs over 15 % (all runs): {big_total}, of which in an equal-period pair: {big_equal}")
+    print()
+    for m in MODELS:
+        big = [(job, e) for job in pooled for e in pooled[job][m] if abs(e) > 0.15]
+        equal = sum(any("equal T" in p for p in partners.get(job, [])) for job, _ in big)
+        print(f"{m}: {len(big)} job-runs over 15 %, {equal} of them with a partner of equal period")
     for m in MODELS:
         allerr = [e for job in pooled for e in pooled[job][m]]
         print(f"{m}: all runs pooled, communication median / p90 / worst {score(allerr)} ({len(allerr)} job-runs)")
