@@ -10,14 +10,12 @@ with, not by random relative phases; a fluid model that averages over random pha
 :func:`locked_iterations` replays such a group phase by phase (``phased_exact.PhaseClock``, with the TCP rule of
 §12) from the offsets of their next iteration starts, and returns each ring's mean iteration over a few
 iterations after a short warm-up: the steady state the offset leads to. It is deterministic and cheap for the
-small groups it is used for (:data:`LOCK_MAX` rings, :data:`ITERATIONS` iterations each; with TCP's uneven split
-of §14, the mean of :data:`SPLIT_DRAWS` seeded replays).
+small groups it is used for (:data:`LOCK_MAX` rings, :data:`ITERATIONS` iterations each).
 """
 
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Mapping, Sequence
 
 from ddlsched.perf.phased_exact import PhaseClock, PhasedJob
@@ -26,7 +24,6 @@ LOCK_MAX = 4  # at most this many rings in a component replayed as a locked grou
 PERIOD_TOL = 1e-6  # alone periods within this relative difference count as equal
 WARMUP = 2  # iterations of each ring left out of the mean (the group settles into its steady state)
 ITERATIONS = 6  # iterations of each ring replayed in all (the mean is over ITERATIONS − WARMUP)
-SPLIT_DRAWS = 64  # replays averaged when TCP's uneven split is on
 
 
 def alone_period(j: PhasedJob) -> float:
@@ -43,22 +40,10 @@ def equal_periods(jobs: Sequence[PhasedJob]) -> bool:
 
 
 def locked_iterations(jobs: Sequence[PhasedJob], cap: Sequence[float], waits: Mapping[str, float],
-                      tcp_exponent: float, tcp_own_queue: float, split_noise: float = 0.0,
-                      draws: int = SPLIT_DRAWS) -> dict[str, float]:
+                      tcp_exponent: float, tcp_own_queue: float) -> dict[str, float]:
     """Mean iteration of every job over its iterations ``WARMUP+1 … ITERATIONS`` when job k begins its next
-    iteration ``waits[k]`` seconds from now and the senders of the moment share links by the TCP rule. With TCP's
-    uneven split σ = ``split_noise`` > 0 (docs/physics.md §14), the mean over ``draws`` replays seeded
-    ``lock-0``, ``lock-1``, … (deterministic)."""
-    if not split_noise:
-        return _replay(jobs, cap, waits, tcp_exponent, tcp_own_queue, 0.0, None)
-    runs = [_replay(jobs, cap, waits, tcp_exponent, tcp_own_queue, split_noise, random.Random(f"lock-{d}"))
-            for d in range(draws)]
-    return {k: sum(r[k] for r in runs) / draws for k in waits}
-
-
-def _replay(jobs: Sequence[PhasedJob], cap: Sequence[float], waits: Mapping[str, float], tcp_exponent: float,
-            tcp_own_queue: float, split_noise: float, rng: random.Random | None) -> dict[str, float]:
-    clock = PhaseClock(cap, tcp_exponent, tcp_own_queue, split_noise=split_noise, rng=rng)
+    iteration ``waits[k]`` seconds from now and the senders of the moment share links by the TCP rule."""
+    clock = PhaseClock(cap, tcp_exponent, tcp_own_queue)
     for j in jobs:
         clock.add(j, waits[j.job_id])
     done = dict.fromkeys(waits, 0)

@@ -82,14 +82,11 @@ class PhasedTcpContention(PhasedContention):
 
     def __init__(self, cluster: Cluster, efficiency: float = 1.0, overlap: float = 0.0,
                  tcp_exponent: float = DEFAULT_EXPONENT, tcp_own_queue: float = DEFAULT_OWN_QUEUE,
-                 phase_lock: bool = True, split_noise: float = 0.0) -> None:
+                 phase_lock: bool = True) -> None:
         super().__init__(cluster, efficiency, overlap)
         check_params(tcp_exponent, tcp_own_queue)
         if not isinstance(phase_lock, bool):
             raise ValueError(f"phase_lock must be true or false, not {phase_lock!r}")
-        if isinstance(split_noise, bool) or not (math.isfinite(split_noise) and split_noise >= 0):
-            raise ValueError(f"split_noise must be a finite number >= 0, not {split_noise!r}")
-        self.split_noise = split_noise
         self.tcp_exponent = tcp_exponent
         self.tcp_own_queue = tcp_own_queue
         self.phase_lock = phase_lock
@@ -98,7 +95,7 @@ class PhasedTcpContention(PhasedContention):
 
     def params(self) -> dict[str, Any]:
         return {**super().params(), "tcp_exponent": self.tcp_exponent, "tcp_own_queue": self.tcp_own_queue,
-                "phase_lock": self.phase_lock, "split_noise": self.split_noise}
+                "phase_lock": self.phase_lock}
 
     # ------------------------------------------------------------------ phase locking (the caller's clock)
     def advance(self, now: float) -> None:
@@ -140,8 +137,7 @@ class PhasedTcpContention(PhasedContention):
                 waits[k] = (math.ceil(p) - p) * self._times[k].total_s
             else:
                 waits[k] = 0.0  # starting now
-        periods = locked_iterations(list(jobs.values()), self._cap, waits, self.tcp_exponent, self.tcp_own_queue,
-                                    self.split_noise)
+        periods = locked_iterations(list(jobs.values()), self._cap, waits, self.tcp_exponent, self.tcp_own_queue)
         return {k: rate_for_iteration(j, periods[k]) for k, j in jobs.items()}
 
     def solve(self, comp: set[str]) -> dict[str, float]:

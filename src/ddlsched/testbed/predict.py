@@ -141,10 +141,6 @@ def predict(cluster: Cluster, jobs: Sequence[JobRun], model_name: str, calibrati
     if tcp_rule and calibration and "tcp" in calibration:
         # the calibrated TCP rule (γ, κ), unless ``extra`` sets them
         params = {**{k: calibration["tcp"][k] for k in TCP_KEYS if k in calibration["tcp"]}, **params}
-    if (model_name in PERF_MODELS and "split_noise" in constructor_params(PERF_MODELS[model_name])
-            and "split_noise" not in params):
-        # a trace model that takes the uneven split σ (``phased_tcp``'s locked replay): the calibrated one, if any
-        params["split_noise"] = (calibration or {}).get("tcp", {}).get("split_noise", 0.0)
     if params.pop("split", False):
         # the calibrated uneven split σ (docs/physics.md §14), unless ``extra`` sets it; uncalibrated: none
         tcp = (calibration or {}).get("tcp", {})
