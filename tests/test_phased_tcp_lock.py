@@ -177,3 +177,15 @@ def test_clocked_properties(spec, leave):
         for p in ps[1:]:
             t = pm.current(p.job_id).total_s
             assert math.isfinite(t) and t >= pm.isolated(p).total_s * (1 - 1e-9)
+
+
+def test_rings_with_nothing_to_send_or_compute_do_not_break_the_clock():
+    c = rack()
+    pm = make_perf_model("phased_tcp", c)
+    pm.advance(0.0)
+    pm.add(ring(c, 0, 0.0, grad_mb=0.0))
+    pm.advance(1.0)
+    pm.add(ring(c, 1, 0.0, grad_mb=0.0))
+    pm.advance(2.0)
+    pm.remove("a")
+    assert math.isfinite(pm.current("b").total_s)

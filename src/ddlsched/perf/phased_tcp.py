@@ -109,7 +109,8 @@ class PhasedTcpContention(PhasedContention):
 
     def _progress(self, k: str, now: float) -> float:
         t0, p0 = self._ref[k]
-        return p0 + (now - t0) / self._times[k].total_s
+        total = self._times[k].total_s
+        return p0 + (now - t0) / total if total > 0 else p0
 
     def _recompute(self, comp: set[str]) -> dict[str, IterationTime]:
         now = self._now
