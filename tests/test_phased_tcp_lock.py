@@ -145,8 +145,8 @@ lock_jobs_st = st.lists(st.tuples(st.sampled_from([(0, 1), (0, 1, 2, 3), (2, 3),
 @settings(max_examples=40, deadline=None)
 @given(lock_jobs_st, st.booleans())
 def test_clocked_properties(spec, leave):
-    """With the clock: positive rates, never faster than alone, the same floats from a second model, and
-    removing a job leaves every other job's time finite and not faster than alone."""
+    """With the clock: positive rates, never faster than alone, every link's mean load within its capacity, the
+    same floats from a second model, and removing a job leaves every other job finite and not faster than alone."""
     c = rack()
 
     def build():
@@ -167,10 +167,18 @@ def test_clocked_properties(spec, leave):
     pm, ps, now = build()
     again, _, _ = build()
     assert again._rate == pm._rate
+    cap = [link.capacity_Bps for link in c.links]
+    load = [0.0] * len(cap)
     for p in ps:
         r = pm._rate[p.job_id]
         assert r > 0 and math.isfinite(r)
-        assert pm.current(p.job_id).total_s >= pm.isolated(p).total_s * (1 - 1e-9)
+        t = pm.current(p.job_id)
+        assert t.total_s >= pm.isolated(p).total_s * (1 - 1e-9)
+        j = phased_job(c, p, cap, 0.0)
+        for lid, m in j.use.items():
+            load[lid] += m * j.bytes_per_hop / t.total_s  # the ring's mean bytes/s on the link
+    for lid, x in enumerate(load):
+        assert x <= cap[lid] * (1 + 1e-6), c.links[lid].name
     if leave and len(ps) > 1:
         pm.advance(now + 0.3)
         pm.remove(ps[0].job_id)
