@@ -79,16 +79,31 @@ def leave_one_out_inverse(ms: Sequence[int], ds: Sequence[float]) -> list[float]
     for m, d in zip(ms, ds, strict=True):
         n = total - m  # degree of the quotient
         q = [0.0] * (n + 1)
+        acc = 0.0  # Σ_w q[w] / (m + w), summed in increasing w (the order ``sum`` would use)
         if d <= 0.5:
             a = 1.0 - d
-            for w in range(n + 1):
-                v = dist[w] - (d * q[w - m] if w >= m else 0.0)
-                q[w] = v / a if v > 0.0 else 0.0
+            for w in range(min(m, n + 1)):
+                v = dist[w]
+                if v > 0.0:
+                    p = v / a
+                    q[w] = p
+                    acc += p / (m + w)
+            for w in range(m, n + 1):
+                v = dist[w] - d * q[w - m]
+                if v > 0.0:
+                    p = v / a
+                    q[w] = p
+                    acc += p / (m + w)
         else:
+            b = 1.0 - d
             for w in range(n, -1, -1):
-                v = dist[w + m] - ((1.0 - d) * q[w + m] if w + m <= n else 0.0)
+                v = dist[w + m] - (b * q[w + m] if w + m <= n else 0.0)
                 q[w] = v / d if v > 0.0 else 0.0
-        out.append(sum(p / (m + w) for w, p in enumerate(q) if p))
+            for w in range(n + 1):
+                p = q[w]
+                if p:
+                    acc += p / (m + w)
+        out.append(acc)
     return out
 
 

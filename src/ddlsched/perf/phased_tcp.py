@@ -31,9 +31,13 @@ has no meaning without phase offsets.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from typing import Any
 
 from ddlsched.cluster.topology import Cluster
+from ddlsched.perf.base import IterationTime
+from ddlsched.perf.phase_lock import LOCK_MAX, equal_periods, locked_iterations, rate_for_iteration
 from ddlsched.perf.phased import _MAX_ROUNDS, _REL_TOL, PhasedContention, leave_one_out_inverse
 from ddlsched.perf.phased_exact import PhasedJob
 from ddlsched.perf.tcp_share import DEFAULT_EXPONENT, DEFAULT_OWN_QUEUE, check_params, tcp_allocation
@@ -77,48 +81,108 @@ class PhasedTcpContention(PhasedContention):
                    "shared by the TCP-biased rule (fairness=tcp): the testbed-validated physics for full traces")
 
     def __init__(self, cluster: Cluster, efficiency: float = 1.0, overlap: float = 0.0,
-                 tcp_exponent: float = DEFAULT_EXPONENT, tcp_own_queue: float = DEFAULT_OWN_QUEUE) -> None:
+                 tcp_exponent: float = DEFAULT_EXPONENT, tcp_own_queue: float = DEFAULT_OWN_QUEUE,
+                 phase_lock: bool = True) -> None:
         super().__init__(cluster, efficiency, overlap)
         check_params(tcp_exponent, tcp_own_queue)
+        if not isinstance(phase_lock, bool):
+            raise ValueError(f"phase_lock must be true or false, not {phase_lock!r}")
         self.tcp_exponent = tcp_exponent
         self.tcp_own_queue = tcp_own_queue
+        self.phase_lock = phase_lock
+        self._now: float | None = None  # the caller's clock, once it calls advance (phase locking needs it)
+        self._ref: dict[str, tuple[float, float]] = {}  # job → (time, iterations done then) under its current pace
 
     def params(self) -> dict[str, Any]:
-        return {**super().params(), "tcp_exponent": self.tcp_exponent, "tcp_own_queue": self.tcp_own_queue}
+        return {**super().params(), "tcp_exponent": self.tcp_exponent, "tcp_own_queue": self.tcp_own_queue,
+                "phase_lock": self.phase_lock}
+
+    # ------------------------------------------------------------------ phase locking (the caller's clock)
+    def advance(self, now: float) -> None:
+        """Tell the model the time of the next ``add``/``remove`` (seconds, never decreasing). A caller that does
+        so before every call lets the model follow each job's progress through its iterations, and so replay a
+        component of rings with equal periods from their actual offsets (:mod:`ddlsched.perf.phase_lock`);
+        without it every component is solved with random phases."""
+        if self._now is not None and now < self._now:
+            raise ValueError(f"phased_tcp: time went back from {self._now} to {now}")
+        self._now = now
+
+    def _progress(self, k: str, now: float) -> float:
+        t0, p0 = self._ref[k]
+        total = self._times[k].total_s
+        return p0 + (now - t0) / total if total > 0 else p0
+
+    def _recompute(self, comp: set[str]) -> dict[str, IterationTime]:
+        now = self._now
+        if now is not None:
+            for k in comp:  # rebase every job of the component on its pace so far
+                self._ref[k] = (now, self._progress(k, now)) if k in self._times else (now, 0.0)
+        return super()._recompute(comp)
+
+    def remove(self, job_id: str) -> Mapping[str, IterationTime]:
+        self._ref.pop(job_id, None)
+        return super().remove(job_id)
+
+    def _locked(self, jobs: dict[str, PhasedJob]) -> dict[str, float] | None:
+        """The rates of a component of 2 … LOCK_MAX rings of equal alone period, replayed from their current
+        offsets; None when the component is not one or the clock is unknown."""
+        now = self._now
+        if not self.phase_lock or now is None or not 2 <= len(jobs) <= LOCK_MAX:
+            return None
+        if not equal_periods(list(jobs.values())):
+            return None
+        waits = {}
+        for k in jobs:
+            if k in self._times:  # until its next iteration starts, at its pace so far
+                p = self._progress(k, now)
+                waits[k] = (math.ceil(p) - p) * self._times[k].total_s
+            else:
+                waits[k] = 0.0  # starting now
+        periods = locked_iterations(list(jobs.values()), self._cap, waits, self.tcp_exponent, self.tcp_own_queue)
+        return {k: rate_for_iteration(j, periods[k]) for k, j in jobs.items()}
 
     def solve(self, comp: set[str]) -> dict[str, float]:
-        """Fixed point of the duty cycles over one component with TCP weights; returns r̄_j (bytes/s per hop)."""
+        """Fixed point of the duty cycles over one component with TCP weights; returns r̄_j (bytes/s per hop).
+        A component of a few rings of equal period is replayed from its offsets instead (:meth:`_locked`)."""
         jobs: dict[str, PhasedJob] = {k: self._jobs[k] for k in sorted(comp)}
         links = sorted({lid for j in jobs.values() for lid in j.use if self._binding(lid)})
         rate = {k: j.alone_rate for k, j in jobs.items()}
         if not links:
             return rate
+        locked = self._locked(jobs)
+        if locked is not None:
+            return locked
         weights, floor = tcp_allocation({k: j.hops for k, j in jobs.items()}, self._cap, self.tcp_exponent,
                                         own_queue=self.tcp_own_queue)
-        per_link = []
+        # links with the same rings, loads and scales have the same expectation: keep the smallest capacity of
+        # each such group (a server's NIC in and out carry the same ring hops; the shares are byte-identical)
+        groups: dict[tuple[tuple[str, ...], tuple[float, ...], tuple[float, ...], bool], float] = {}
         for lid in links:
             on = sorted(self._link_jobs[lid])
             ms = [jobs[k].use[lid] for k in on]
             ws = [weights[k] for k in on]
             if all(w == ws[0] for w in ws):
-                per_link.append((lid, on, ms, [1.0] * len(on), False))  # phased's expectation exactly
+                key = (tuple(on), tuple(ms), (1.0,) * len(on), False)  # phased's expectation exactly
             elif len(on) <= EXACT_MAX:
-                per_link.append((lid, on, [m * w for m, w in zip(ms, ws, strict=True)], ws, True))
+                key = (tuple(on), tuple(m * w for m, w in zip(ms, ws, strict=True)), tuple(ws), True)
             else:
                 loads = weighted_loads(ms, ws)
-                per_link.append((lid, on, loads, [a / m for a, m in zip(loads, ms, strict=True)], False))
+                key = (tuple(on), tuple(loads), tuple(a / m for a, m in zip(loads, ms, strict=True)), False)
+            cap = self._cap[lid]
+            if cap < groups.get(key, math.inf):
+                groups[key] = cap
+        per_link = [(cap, list(on), list(loads), scale, exact) for (on, loads, scale, exact), cap in groups.items()]
         for _ in range(_MAX_ROUNDS):
             duty = {}
             for k, j in jobs.items():
                 tau = j.bytes_per_hop / rate[k]
                 duty[k] = tau / j.iteration(tau + j.latency_s)
             new = {k: j.alone_rate for k, j in jobs.items()}
-            for lid, on, loads, scale, exact in per_link:
-                cap = self._cap[lid]
+            for cap, on, loads, scale, exact in per_link:
                 inv = (weighted_leave_one_out(loads, [duty[k] for k in on]) if exact
-                       else leave_one_out_inverse(loads, [duty[k] for k in on]))
-                for k, e, s in zip(on, inv, scale, strict=True):
-                    share = cap * s * e
+                       else leave_one_out_inverse([int(x) for x in loads], [duty[k] for k in on]))
+                for k, e, sc in zip(on, inv, scale, strict=True):
+                    share = cap * sc * e
                     if share < new[k]:
                         new[k] = share
             moved = max(abs(new[k] - rate[k]) / rate[k] for k in jobs)

@@ -83,6 +83,8 @@ def replay(model: PerfModel, jobs: Sequence[JobRun]) -> dict[str, JobPrediction]
     remaining: dict[str, float] = {}
     times: dict[str, IterationTime] = {}
     now = 0.0
+    # a model that follows the jobs' phases (``phased_tcp``: docs/physics.md §15) is told the time of each change
+    tick = getattr(model, "advance", None)
     i = 0
     while i < len(pending) or remaining:
         next_start = pending[i].start_s if i < len(pending) else float("inf")
@@ -99,6 +101,8 @@ def replay(model: PerfModel, jobs: Sequence[JobRun]) -> dict[str, JobPrediction]
             remaining[jid] -= done
             preds[jid].comm_total_s += done * times[jid].comm_s
         now = t_next
+        if tick is not None:
+            tick(now)
         if next_finish <= next_start and who is not None:
             remaining.pop(who)
             times.pop(who)
