@@ -96,17 +96,29 @@ def _iface_of(ip: str) -> str | None:
 
 
 class RankActor:
-    """One rank of one launch (a threaded Ray actor: ``run`` in one thread, ``status``/``revoke`` beside it)."""
+    """One rank of a launch (a threaded Ray actor: ``run`` in one thread, ``status``/``revoke`` beside it).
+
+    A warm actor (the executor's pool) runs one launch after another: every ``run`` carries a token, ``status``
+    answers with the current run's token, ``revoke`` names the run it ends (it may arrive before that run starts),
+    and after a run the process's environment is restored and a torch process group left behind is destroyed."""
 
     def __init__(self) -> None:
-        self._revoked = threading.Event()
         self._lock = threading.Lock()
-        self._st: dict[str, Any] = {"iterations": 0, "checkpoint": None, "started_from": None, "reported": False,
-                                    "pid": os.getpid()}
+        self._revoked: set[str] = set()
+        self._token = ""
+        self._st: dict[str, Any] = {}
+        self._reset("")
+
+    def _reset(self, token: str) -> None:
+        with self._lock:
+            self._token = token
+            self._st = {"iterations": 0, "checkpoint": None, "started_from": None, "reported": False,
+                        "pid": os.getpid(), "token": token}
 
     # the Lease protocol (ddlsched.job)
     def revoked(self) -> bool:
-        return self._revoked.is_set()
+        with self._lock:
+            return self._token in self._revoked
 
     def report(self, *, iterations: int, checkpoint: int | None, started_from: int | None) -> None:
         with self._lock:
@@ -115,33 +127,64 @@ class RankActor:
                 self._st.update(started_from=started_from, start_wall=self._st["wall"])
 
     # remote methods
+    def warm(self, modules: Sequence[str]) -> list[str]:
+        """Import ``modules`` now, so that a launch on this actor does not pay for them; returns those missing."""
+        missing = []
+        for m in modules:
+            try:
+                importlib.import_module(m)
+            except ImportError:
+                missing.append(m)
+        return missing
+
     def node(self) -> dict[str, Any]:
         import ray
 
-        with socket.socket() as s:
-            s.bind(("", 0))
-            port = s.getsockname()[1]
-        return {"ip": ray.util.get_node_ip_address(), "pid": os.getpid(), "port": port,
+        ports = []
+        for _ in range(2):  # one for a torch process group's master, one for a job's own ring
+            with socket.socket() as s:
+                s.bind(("", 0))
+                ports.append(s.getsockname()[1])
+        return {"ip": ray.util.get_node_ip_address(), "pid": os.getpid(), "port": ports[0], "ring_port": ports[1],
                 "node_id": ray.get_runtime_context().get_node_id()}
 
     def status(self) -> dict[str, Any]:
         with self._lock:
             return dict(self._st)
 
-    def revoke(self) -> None:
-        self._revoked.set()
+    def revoke(self, token: str = "") -> None:
+        with self._lock:
+            self._revoked.add(token or self._token)
 
-    def run(self, entrypoint: str, env: Mapping[str, str]) -> dict[str, Any]:
-        os.environ.update(env)
-        if "GLOO_SOCKET_IFNAME" not in os.environ and sys.platform == "linux":
-            import ray  # gloo binds where the host name resolves; use the interface of Ray's node address
+    def run(self, entrypoint: str, env: Mapping[str, str], token: str = "") -> dict[str, Any]:
+        self._reset(token)
+        with self._lock:
+            self._st["run_wall"] = time.time()
+        saved = dict(os.environ)
+        try:
+            os.environ.update(env)
+            if "GLOO_SOCKET_IFNAME" not in os.environ and sys.platform == "linux":
+                import ray  # gloo binds where the host name resolves; use the interface of Ray's node address
 
-            iface = _iface_of(ray.util.get_node_ip_address())
-            if iface:
-                os.environ["GLOO_SOCKET_IFNAME"] = iface
-        attach_lease(self)
-        _resolve(entrypoint)()
-        return self.status() | {"revoked": self.revoked()}
+                iface = _iface_of(ray.util.get_node_ip_address())
+                if iface:
+                    os.environ["GLOO_SOCKET_IFNAME"] = iface
+            attach_lease(self)
+            main = _resolve(entrypoint)
+            with self._lock:
+                self._st["resolved_wall"] = time.time()
+            main()
+            return self.status() | {"revoked": self.revoked()}
+        finally:
+            attach_lease(None)
+            os.environ.clear()
+            os.environ.update(saved)
+            dist = sys.modules.get("torch.distributed")
+            if dist is not None and dist.is_available() and dist.is_initialized():
+                with contextlib.suppress(Exception):
+                    dist.destroy_process_group()
+            with self._lock:
+                self._revoked.discard(token)
 
 
 # ---------------------------------------------------------------------------------------------------- one launch
@@ -172,10 +215,30 @@ class _Attempt:
     revoke_deadline: float | None = None
     fail_deadline: float = 0.0
     pids: list[int] = field(default_factory=list)
+    token: str = ""
+    pooled: bool = False
+    t_epoch: float = 0.0
+    t_placed: float = 0.0
+    t_spawned: float = 0.0
 
     @property
     def job_id(self) -> str:
         return self.launch.job_id
+
+
+def startup_phases(a: _Attempt, st: Mapping[str, Any]) -> dict[str, Any]:
+    """Where an attempt's start-up went (wall seconds; rank 0's clock against the driver's, so on several machines
+    the rank's phases carry their clock offset): ``place`` (launch → placement group placed), ``spawn`` (→ every
+    rank actor up: a Ray worker process each), ``call`` (→ rank 0's ``run`` entered), ``imports`` (→ its entry point
+    imported), ``init`` (→ the job's first step: process group, checkpoint load), ``total``."""
+    t = [a.t_epoch, a.t_placed, a.t_spawned, float(st.get("run_wall") or 0.0), float(st.get("resolved_wall") or 0.0),
+         float(st.get("start_wall") or 0.0)]
+    names = ("place", "spawn", "call", "imports", "init")
+    row: dict[str, Any] = {"job_id": a.job_id, "attempt": a.launch.attempt, "ranks": len(a.servers),
+                           "resumed_from": int(st.get("started_from") or 0)}
+    row.update({n: round(max(t[i + 1] - t[i], 0.0), 4) if t[i] and t[i + 1] else None for i, n in enumerate(names)})
+    row["total"] = round(t[-1] - t[0], 4) if t[0] and t[-1] else None
+    return row
 
 
 def _ray() -> Any:
@@ -220,6 +283,7 @@ class RayExecutor:
                  checkpoint_dir: str | Path | None = None, gpu_resource: str = "auto",
                  defaults: Mapping[str, Any] | None = None, report_every_s: float = 0.5, poll_s: float = 0.02,
                  place_timeout_s: float = 120.0, catalog: Any = None, models: str | None = None,
+                 warm: bool = True, warm_imports: Sequence[str] | None = None, warm_timeout_s: float = 180.0,
                  **launch_defaults: Any) -> None:
         if not (isinstance(time_scale, int | float) and time_scale > 0):
             raise InputError(f"time scale must be > 0, got {time_scale!r}", field="time_scale")
@@ -259,6 +323,17 @@ class RayExecutor:
         self._made_actors: list[Any] = []
         self.leftovers: list[str] = []
         """After :meth:`close`: what could not be confirmed gone (empty when everything is)."""
+        self.startups: list[dict[str, Any]] = []
+        """One row per attempt that started: where its start-up went, wall seconds (:func:`startup_phases`)."""
+        self.warm = warm
+        self.warm_imports = warm_imports
+        self.warm_timeout_s = warm_timeout_s
+        self._pool: dict[str, list[Any]] = {}  # server → idle warm actors
+        self._pool_size: dict[str, int] = {}  # server → warm actors it should have (idle + in use)
+        self._pool_live: dict[str, int] = {}  # server → warm actors alive (idle + in use)
+        self._tokens = 0
+        self.warm_s: float | None = None
+        """Wall seconds :meth:`open` spent starting the warm actors (None: no pool)."""
 
     # ------------------------------------------------------------------ clock
     @property
@@ -291,12 +366,86 @@ class RayExecutor:
             self._ckpt_root = Path(tempfile.mkdtemp(prefix="ddlsched-ckpt-"))
             self._own_ckpt = True
         self._actor_cls = ray.remote(max_restarts=0, max_concurrency=4)(RankActor)
+        try:
+            self._start_pool(cluster)
+        except BaseException:
+            self.close()
+            raise
         if self.clock is None:
             self.clock = LiveClock(self._time_scale)
             self.clock.start()
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="ray-executor", daemon=True)
         self._thread.start()
+
+    # ------------------------------------------------------------------ the warm pool
+    def _pool_servers(self, cluster: Cluster) -> dict[str, int]:
+        """Server → warm actors to keep: one per GPU slot, on servers whose slots are ``ddl_gpu`` (an actor on a
+        real ``GPU`` must hold it to see it, so those ranks are started per launch)."""
+        if not self.warm:
+            return {}
+        out = {}
+        for i in range(cluster.num_servers):
+            name = server_name(i)
+            if self._server_gres.get(name) != "GPU":
+                out[name] = len(cluster.server_gpus[i])
+        return out
+
+    def _warm_modules(self) -> list[str]:
+        if self.warm_imports is not None:
+            return list(self.warm_imports)
+        entry = str(self.defaults.get("entrypoint") or PROFILE_JOB)
+        mods = ["ddlsched.job"] + ([entry.partition(":")[0]] if ":" in entry else [])
+        return mods if entry == PROFILE_JOB else [*mods, "torch", "torch.distributed"]
+
+    def _new_warm(self, server: str) -> Any:
+        h = self._actor_cls.options(num_cpus=0, resources={server_resource(server): SERVER_SHARE},
+                                    name=None).remote()
+        self._made_actors.append(h)
+        self._pool_live[server] = self._pool_live.get(server, 0) + 1
+        return h
+
+    def _start_pool(self, cluster: Cluster) -> None:
+        """Start every warm actor and import the job's modules in it; waits until all are ready."""
+        sizes = self._pool_servers(cluster)
+        if not sizes:
+            return
+        t0 = time.monotonic()
+        self._pool_size = sizes
+        mods = self._warm_modules()
+        refs, made = [], []
+        for server, n in sizes.items():
+            for _ in range(n):
+                h = self._new_warm(server)
+                made.append((server, h))
+                refs.append(h.warm.remote(mods))
+        ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=self.warm_timeout_s)
+        if len(ready) < len(refs):
+            raise ConfigError(f"the Ray executor's {len(refs)} warm rank actors were not ready within "
+                              f"{self.warm_timeout_s:g} s (pass warm=False to start ranks per launch)",
+                              field="--executor-opt")
+        self._ray.get(refs)
+        for server, h in made:
+            self._pool.setdefault(server, []).append(h)
+        self.warm_s = time.monotonic() - t0
+
+    def _take(self, server: str) -> Any:
+        """An idle warm actor on ``server`` (a new one if none is idle: one was lost and not yet replaced)."""
+        idle = self._pool.get(server)
+        return idle.pop() if idle else self._new_warm(server)
+
+    def _give_back(self, server: str, h: Any) -> None:
+        self._pool.setdefault(server, []).append(h)
+
+    def _drop(self, server: str, h: Any) -> None:
+        """Kill a warm actor (its run failed, was killed or cancelled) and start a fresh one in its place."""
+        with contextlib.suppress(Exception):
+            self._ray.kill(h, no_restart=True)
+        self._pool_live[server] = self._pool_live.get(server, 1) - 1
+        if self._pool_live[server] < self._pool_size.get(server, 0) and not self._stop.is_set():
+            fresh = self._new_warm(server)
+            fresh.warm.remote(self._warm_modules())  # queued before any run: the next launch finds it warm
+            self._give_back(server, fresh)
 
     def _gpu_res(self, res: Mapping[str, float]) -> str:
         if self.gpu_resource != "auto":
@@ -388,9 +537,15 @@ class RayExecutor:
             self._thread.join(timeout=60)
             self._thread = None
         if self._ray is not None and self._ray.is_initialized():
+            self._stop.set()  # no warm actor is replaced from here on
             for a in list(self._jobs.values()):
                 self._teardown(a)
             self._jobs.clear()
+            for idle in self._pool.values():
+                for h in idle:
+                    with contextlib.suppress(Exception):
+                        self._ray.kill(h, no_restart=True)
+            self._pool, self._pool_live, self._pool_size = {}, {}, {}
             self.leftovers = self._confirm_gone(timeout_s=20.0)
             if self._we_init:
                 self._ray.shutdown()
@@ -475,7 +630,7 @@ class RayExecutor:
                 return
             a.revoke_deadline = time.monotonic() + float(cmd[2]) / self.time_scale
             for h in a.actors:
-                h.revoke.remote()
+                h.revoke.remote(a.token)
 
     def _options(self, launch: Launch) -> dict[str, Any]:
         return {**self.defaults, **launch.options}
@@ -517,7 +672,9 @@ class RayExecutor:
                "WORLD_SIZE": str(len(launch.gpus))}
         if opts.get("checkpoint_every"):
             env["DDLSCHED_CHECKPOINT_EVERY"] = str(int(opts["checkpoint_every"]))
-        return _Attempt(launch, servers, ckpt, entrypoint, env, pg, pg.ready(), time.monotonic())
+        self._tokens += 1
+        return _Attempt(launch, servers, ckpt, entrypoint, env, pg, pg.ready(), time.monotonic(), t_epoch=time.time(),
+                        token=f"{launch.job_id}#{launch.attempt}#{self._tokens}")
 
     def _step(self, a: _Attempt) -> None:
         ray = self._ray
@@ -528,6 +685,7 @@ class RayExecutor:
                     self._finish(a, EventKind.FAILED, reason=f"placement group not placed within "
                                  f"{self.place_timeout_s:g} s on servers {sorted(set(a.servers))}")
                 return
+            a.t_placed = time.time()
             wrong = self._check_placement(a)
             if wrong:
                 self._finish(a, EventKind.FAILED, reason=wrong)
@@ -543,6 +701,7 @@ class RayExecutor:
                 self._finish(a, EventKind.LOST, iterations=float(self._last_checkpoint(a)),
                              reason=f"a worker did not start: {type(e).__name__}: {e}")
                 return
+            a.t_spawned = time.time()
             self._run(a, infos)
         elif a.state in ("running", "failing"):
             self._watch(a)
@@ -562,7 +721,11 @@ class RayExecutor:
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         rt = self._options(a.launch).get("runtime_env")
+        a.pooled = bool(self._pool_size) and not rt and all(s in self._pool_size for s in a.servers)
         for r, s in enumerate(a.servers):
+            if a.pooled:
+                a.actors.append(self._take(s))
+                continue
             gres = self._server_gres[s]
             kw: dict[str, Any] = {"num_cpus": 0, "scheduling_strategy": PlacementGroupSchedulingStrategy(
                 a.pg, placement_group_bundle_index=r)}
@@ -585,8 +748,9 @@ class RayExecutor:
             local = seen.get(a.servers[r], 0)
             seen[a.servers[r]] = local + 1
             env = {**a.env, "RANK": str(r), "LOCAL_RANK": str(local), "MASTER_ADDR": str(infos[0]["ip"]),
-                   "MASTER_PORT": str(infos[0]["port"])}
-            a.run_refs.append(h.run.remote(a.entrypoint, env))
+                   "MASTER_PORT": str(infos[0]["port"]),
+                   "DDLSCHED_PEERS": ",".join(f"{i['ip']}:{i['ring_port']}" for i in infos)}
+            a.run_refs.append(h.run.remote(a.entrypoint, env, a.token))
         a.state = "running"
         a.progress_wall = time.monotonic()
 
@@ -621,7 +785,9 @@ class RayExecutor:
 
     def _absorb(self, a: _Attempt, st: Mapping[str, Any]) -> None:
         """Take a rank-0 status: STARTED once it resumed, PROGRESS (rate-limited) with the iteration time measured
-        between the rank's own reports."""
+        between the rank's own reports. A warm actor's status from before this attempt's run began is ignored."""
+        if st.get("token") != a.token:
+            return
         if st.get("checkpoint") is not None:
             a.checkpoint = max(a.checkpoint or 0, int(st["checkpoint"]))
         if st.get("started_from") is not None and not a.started:
@@ -629,6 +795,7 @@ class RayExecutor:
             a.iterations = a.progress_iter = a.started_from
             a.rank_wall = float(st.get("start_wall") or 0.0)
             a.progress_wall = time.monotonic()
+            self.startups.append(startup_phases(a, st))
             self._emit(a, EventKind.STARTED, iterations=float(a.started_from))
         if not a.started:
             return
@@ -686,18 +853,28 @@ class RayExecutor:
         return max(a.checkpoint or 0, on_disk or 0)
 
     def _finish(self, a: _Attempt, kind: EventKind, **kw: Any) -> None:
-        """Release the job's GPUs, then report (so the next launch on them finds them free)."""
-        self._teardown(a)
+        """Release the job's GPUs, then report (so the next launch on them finds them free). Warm actors whose run
+        returned cleanly go back to the pool; any other rank is killed."""
+        clean = kind == EventKind.FINISHED or (kind == EventKind.CHECKPOINTED and not kw.get("killed")
+                                               and len(a.results) == len(a.actors))
+        self._teardown(a, reuse=clean and a.state == "running" and all(
+            not isinstance(x, BaseException) for x in a.results.values()))
         with self._jobs_lock:
             self._jobs.pop(a.job_id, None)
         self._emit(a, kind, **kw)
 
-    def _teardown(self, a: _Attempt) -> None:
+    def _teardown(self, a: _Attempt, reuse: bool = False) -> None:
         from ray.util.placement_group import remove_placement_group
 
-        for h in a.actors:
-            with contextlib.suppress(Exception):
-                self._ray.kill(h, no_restart=True)
+        for r, h in enumerate(a.actors):
+            if a.pooled and reuse:
+                self._give_back(a.servers[r], h)
+            elif a.pooled:
+                self._drop(a.servers[r], h)
+            else:
+                with contextlib.suppress(Exception):
+                    self._ray.kill(h, no_restart=True)
+        a.actors = []
         with contextlib.suppress(Exception):
             remove_placement_group(a.pg)
         a.state = "gone"
