@@ -217,6 +217,7 @@ class _Attempt:
     pids: list[int] = field(default_factory=list)
     token: str = ""
     pooled: bool = False
+    t_revoke: float = 0.0
     t_epoch: float = 0.0
     t_placed: float = 0.0
     t_spawned: float = 0.0
@@ -325,6 +326,11 @@ class RayExecutor:
         """After :meth:`close`: what could not be confirmed gone (empty when everything is)."""
         self.startups: list[dict[str, Any]] = []
         """One row per attempt that started: where its start-up went, wall seconds (:func:`startup_phases`)."""
+        self.dispatch_s: dict[tuple[str, int], float] = {}
+        """Per (job, attempt): wall seconds from :meth:`launch` to its placement group requested from Ray."""
+        self._launch_t: dict[tuple[str, int], float] = {}
+        self.drains: list[float] = []
+        """Wall seconds from each revoke to its job's GPUs being free (checkpointed, or killed after the grace)."""
         self.warm = warm
         self.warm_imports = warm_imports
         self.warm_timeout_s = warm_timeout_s
@@ -495,6 +501,7 @@ class RayExecutor:
             raise InputError(f"job {launch.job_id}: GPUs {launch.gpus} are not GPUs of cluster {c.name!r}")
         if len(set(launch.gpus)) != len(launch.gpus):
             raise InputError(f"job {launch.job_id}: GPUs {launch.gpus} repeat")
+        self._launch_t[(launch.job_id, launch.attempt)] = time.perf_counter()
         self._cmds.put(("launch", launch))
 
     def revoke(self, job_id: str, grace_s: float) -> None:
@@ -586,21 +593,24 @@ class RayExecutor:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            try:
-                while True:
-                    cmd = self._cmds.get_nowait()
-                    if cmd[0] == "stop":
-                        return
-                    with contextlib.suppress(Exception):  # e.g. revoking a rank that just died: its run() says so
-                        self._command(cmd)
+            try:  # wait for a command at most poll_s: a launch is carried out as soon as it arrives
+                cmd: tuple[Any, ...] | None = self._cmds.get(timeout=self.poll_s)
             except queue.Empty:
-                pass
+                cmd = None
+            while cmd is not None:
+                if cmd[0] == "stop":
+                    return
+                with contextlib.suppress(Exception):  # e.g. revoking a rank that just died: its run() says so
+                    self._command(cmd)
+                try:
+                    cmd = self._cmds.get_nowait()
+                except queue.Empty:
+                    cmd = None
             for a in list(self._jobs.values()):
                 try:
                     self._step(a)
                 except Exception as e:  # a bug or a Ray failure: the job fails, the executor goes on
                     self._finish(a, EventKind.FAILED, reason=f"executor error: {type(e).__name__}: {e}")
-            time.sleep(self.poll_s)
 
     def _command(self, cmd: tuple[Any, ...]) -> None:
         if cmd[0] == "launch":
@@ -611,6 +621,10 @@ class RayExecutor:
                 self._teardown(old)
             try:
                 attempt = self._place(launch)
+                key = (launch.job_id, launch.attempt)
+                t = self._launch_t.pop(key, None)
+                if t is not None:
+                    self.dispatch_s[key] = time.perf_counter() - t
                 with self._jobs_lock:
                     self._jobs[launch.job_id] = attempt
             except Exception as e:
@@ -628,7 +642,8 @@ class RayExecutor:
             if a.state in ("placing", "spawning"):  # nothing runs yet: its checkpoint is where it was
                 self._finish(a, EventKind.CHECKPOINTED, iterations=float(self._last_checkpoint(a)))
                 return
-            a.revoke_deadline = time.monotonic() + float(cmd[2]) / self.time_scale
+            a.t_revoke = time.monotonic()
+            a.revoke_deadline = a.t_revoke + float(cmd[2]) / self.time_scale
             for h in a.actors:
                 h.revoke.remote(a.token)
 
@@ -859,6 +874,8 @@ class RayExecutor:
                                                and len(a.results) == len(a.actors))
         self._teardown(a, reuse=clean and a.state == "running" and all(
             not isinstance(x, BaseException) for x in a.results.values()))
+        if kind == EventKind.CHECKPOINTED and a.t_revoke:
+            self.drains.append(round(time.monotonic() - a.t_revoke, 4))
         with self._jobs_lock:
             self._jobs.pop(a.job_id, None)
         self._emit(a, kind, **kw)
