@@ -170,6 +170,8 @@ def _executor(name: str, opts: dict[str, Any], catalog: Any, kw: dict[str, Any],
             raise ConfigError("the Ray executor (ddlsched.live.ray_executor) is not part of this installation",
                               field="--executor") from None
         raise
+    if "models" not in opts and "catalog" not in opts:
+        opts = {**opts, "catalog": catalog}  # the profile job follows the run's model profiles (--models)
     return RayExecutor(**opts)
 
 
@@ -186,9 +188,18 @@ def _run_policy(name: str, params: dict[str, Any], policy: Any, cluster: Any, w:
                        model_params=parse_kv(kw["model_param"], "model-param"),
                        restart_penalty_s=kw["restart_penalty"], seed=kw["seed"])
     executor = _executor(executor_name, ex_opts, w.catalog, kw, penalty)
+    catalog = w.catalog
+    scales = (float(ex_opts.get("grad_scale", 1.0)), float(ex_opts.get("compute_scale", 1.0)))
+    if executor_name == "ray" and not ex_opts.get("entrypoint") and scales != (1.0, 1.0):
+        from ddlsched.live.calibration import scaled_catalog
+
+        # the profile job runs the scaled profiles: the live model's ideal and the simulation follow them
+        catalog = scaled_catalog(w.catalog, *scales)
+        _note(f"{name}: the profile job runs the profiles with the gradient × {scales[0]:g} and the compute × "
+              f"{scales[1]:g}; the run's accounts{' and the simulation' if compare_sim else ''} use the same")
     show = not kw["quiet"]
     bar = _Bar(name, len(jobs), time_scale) if show else None
-    run = LiveRun(cluster, policy, executor, time_scale=time_scale, config=config, catalog=w.catalog, jobs=jobs,
+    run = LiveRun(cluster, policy, executor, time_scale=time_scale, config=config, catalog=catalog, jobs=jobs,
                   checkpoint_grace_s=grace_s, progress=bar.update if bar is not None else None)
     if run.core.rejected:  # a job that can never run: refuse before anything starts
         first = run.core.rejected[0]
@@ -214,6 +225,7 @@ def _run_policy(name: str, params: dict[str, Any], policy: Any, cluster: Any, w:
 
         costs = start_costs(executor.startups, executor.drains, time_scale)
         result.live["start_costs"] = costs
+        result.live["startups"] = list(executor.startups)
     write_json(out / "live.json", {**result.live, "policy": result.policy, "jobs_submitted": result.submitted,
                                    "jobs_completed": len(result.records), "jobs_failed": len(result.failed),
                                    "jobs_cancelled": len(result.cancelled), "jobs_unfinished": len(result.unfinished),
@@ -240,7 +252,7 @@ def _run_policy(name: str, params: dict[str, Any], policy: Any, cluster: Any, w:
                 _note(f"{name}: the simulation charges the measured restart, {pen:.3f} s per restart "
                       f"(--restart-penalty to override); start-up {costs['startup_s']} s and drain "
                       f"{costs['drain_s']} s (medians) have no simulator knob")
-        sim = run_simulation(cluster, jobs, make_policy(name, params), sim_config, catalog=w.catalog)
+        sim = run_simulation(cluster, jobs, make_policy(name, params), sim_config, catalog=catalog)
         sim_summary = summarize(sim, measurement_window(kw))
         sim_pen = sim_config.restart_penalty_s
         sim_summary["restart_penalty_s"] = penalty if sim_pen is None else sim_pen

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
+
+from ddlsched.workload.profiles import ModelCatalog
 
 
 def _median(xs: Sequence[float]) -> float | None:
@@ -38,4 +41,19 @@ def sim_restart_penalty(costs: Mapping[str, Any]) -> float | None:
     return None
 
 
-__all__ = ["sim_restart_penalty", "start_costs"]
+def scaled_catalog(catalog: ModelCatalog, grad_scale: float, compute_scale: float) -> ModelCatalog:
+    """The model profiles as the profile job runs them under ``grad_scale`` / ``compute_scale`` (the Ray
+    executor's options): the all-reduce is ``grad_scale`` × the profile's gradient, the compute ``compute_scale`` ×
+    its compute time. The simulation of a live run's jobs must model those, not the unscaled profiles."""
+    if grad_scale == 1.0 and compute_scale == 1.0:
+        return catalog
+
+    def ms(x: float | None) -> float | None:
+        return None if x is None else x * compute_scale
+
+    return ModelCatalog([replace(p, grad_mb=p.grad_mb * grad_scale, compute_ms=p.compute_ms * compute_scale,
+                                 fw_ms=ms(p.fw_ms), bw_ms=ms(p.bw_ms))
+                         for p in (catalog[n] for n in catalog.names())])
+
+
+__all__ = ["scaled_catalog", "sim_restart_penalty", "start_costs"]
