@@ -189,6 +189,16 @@ class RankActor:
 
 # ---------------------------------------------------------------------------------------------------- one launch
 @dataclass
+class _Slot:
+    """Warm mode: GPU ``gpu``'s one-bundle placement group on ``server`` and the rank actor living in it."""
+
+    gpu: int
+    server: str
+    pg: Any
+    actor: Any = None
+
+
+@dataclass
 class _Attempt:
     launch: Launch
     servers: list[str]
@@ -331,12 +341,11 @@ class RayExecutor:
         self._launch_t: dict[tuple[str, int], float] = {}
         self.drains: list[float] = []
         """Wall seconds from each revoke to its job's GPUs being free (checkpointed, or killed after the grace)."""
-        self.warm = warm
+        self.warm = warm and not self.defaults.get("runtime_env")
         self.warm_imports = warm_imports
         self.warm_timeout_s = warm_timeout_s
-        self._pool: dict[str, list[Any]] = {}  # server → idle warm actors
-        self._pool_size: dict[str, int] = {}  # server → warm actors it should have (idle + in use)
-        self._pool_live: dict[str, int] = {}  # server → warm actors alive (idle + in use)
+        self._slots: dict[int, _Slot] = {}  # GPU → its placement group and warm actor (warm mode)
+        self._slot_job: dict[int, str] = {}  # GPU → the job whose attempt holds its warm actor
         self._tokens = 0
         self.warm_s: float | None = None
         """Wall seconds :meth:`open` spent starting the warm actors (None: no pool)."""
@@ -373,7 +382,7 @@ class RayExecutor:
             self._own_ckpt = True
         self._actor_cls = ray.remote(max_restarts=0, max_concurrency=4)(RankActor)
         try:
-            self._start_pool(cluster)
+            self._start_slots(cluster)
         except BaseException:
             self.close()
             raise
@@ -384,19 +393,7 @@ class RayExecutor:
         self._thread = threading.Thread(target=self._loop, name="ray-executor", daemon=True)
         self._thread.start()
 
-    # ------------------------------------------------------------------ the warm pool
-    def _pool_servers(self, cluster: Cluster) -> dict[str, int]:
-        """Server → warm actors to keep: one per GPU slot, on servers whose slots are ``ddl_gpu`` (an actor on a
-        real ``GPU`` must hold it to see it, so those ranks are started per launch)."""
-        if not self.warm:
-            return {}
-        out = {}
-        for i in range(cluster.num_servers):
-            name = server_name(i)
-            if self._server_gres.get(name) != "GPU":
-                out[name] = len(cluster.server_gpus[i])
-        return out
-
+    # ------------------------------------------------------------------ warm slots
     def _warm_modules(self) -> list[str]:
         if self.warm_imports is not None:
             return list(self.warm_imports)
@@ -404,54 +401,69 @@ class RayExecutor:
         mods = ["ddlsched.job"] + ([entry.partition(":")[0]] if ":" in entry else [])
         return mods if entry == PROFILE_JOB else [*mods, "torch", "torch.distributed"]
 
-    def _new_warm(self, server: str) -> Any:
-        h = self._actor_cls.options(num_cpus=0, resources={server_resource(server): SERVER_SHARE},
-                                    name=None).remote()
+    def _slot_actor(self, slot: _Slot) -> Any:
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        kw: dict[str, Any] = {"num_cpus": 0, "scheduling_strategy": PlacementGroupSchedulingStrategy(
+            slot.pg, placement_group_bundle_index=0)}
+        gres = self._server_gres[slot.server]
+        if gres == "GPU":
+            kw["num_gpus"] = 1  # Ray then sets CUDA_VISIBLE_DEVICES to this slot's GPU
+        else:
+            kw["resources"] = {gres: 1.0}
+        h = self._actor_cls.options(**kw).remote()
         self._made_actors.append(h)
-        self._pool_live[server] = self._pool_live.get(server, 0) + 1
         return h
 
-    def _start_pool(self, cluster: Cluster) -> None:
-        """Start every warm actor and import the job's modules in it; waits until all are ready."""
-        sizes = self._pool_servers(cluster)
-        if not sizes:
+    def _start_slots(self, cluster: Cluster) -> None:
+        """Warm mode: one placement group per GPU slot (one bundle, pinned to its server, checked) holding one
+        rank actor that has imported the job's modules; waits until all are ready. A launch then runs on the
+        actors of the GPUs the policy chose, with nothing to place or start."""
+        if not self.warm:
             return
+        from ray.util.placement_group import placement_group
+
         t0 = time.monotonic()
-        self._pool_size = sizes
+        for g in range(cluster.num_gpus):
+            server = server_name(cluster.gpu_server[g])
+            pg = placement_group([{self._server_gres[server]: 1.0, server_resource(server): SERVER_SHARE}],
+                                 name=f"ddlsched-gpu{g}")
+            self._made_pgs.append(pg)
+            self._slots[g] = _Slot(g, server, pg)
+        ready, _ = self._ray.wait([sl.pg.ready() for sl in self._slots.values()], num_returns=len(self._slots),
+                                  timeout=self.warm_timeout_s)
+        if len(ready) < len(self._slots):
+            raise ConfigError(f"the Ray executor's {len(self._slots)} GPU slots were not placed within "
+                              f"{self.warm_timeout_s:g} s (another Ray user holds them?)", field="--executor-opt")
+        from ray.util.placement_group import placement_group_table
+
+        for sl in self._slots.values():
+            node = placement_group_table(sl.pg).get("bundles_to_node_id", {}).get(0, "")
+            if self._node_server.get(node) != sl.server:
+                raise ConfigError(f"GPU {sl.gpu}'s slot was placed on {self._node_server.get(node, node)}, not "
+                                  f"{sl.server}")
         mods = self._warm_modules()
-        refs, made = [], []
-        for server, n in sizes.items():
-            for _ in range(n):
-                h = self._new_warm(server)
-                made.append((server, h))
-                refs.append(h.warm.remote(mods))
+        refs = []
+        for sl in self._slots.values():
+            sl.actor = self._slot_actor(sl)
+            refs.append(sl.actor.warm.remote(mods))
         ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=self.warm_timeout_s)
         if len(ready) < len(refs):
             raise ConfigError(f"the Ray executor's {len(refs)} warm rank actors were not ready within "
                               f"{self.warm_timeout_s:g} s (pass warm=False to start ranks per launch)",
                               field="--executor-opt")
         self._ray.get(refs)
-        for server, h in made:
-            self._pool.setdefault(server, []).append(h)
         self.warm_s = time.monotonic() - t0
 
-    def _take(self, server: str) -> Any:
-        """An idle warm actor on ``server`` (a new one if none is idle: one was lost and not yet replaced)."""
-        idle = self._pool.get(server)
-        return idle.pop() if idle else self._new_warm(server)
-
-    def _give_back(self, server: str, h: Any) -> None:
-        self._pool.setdefault(server, []).append(h)
-
-    def _drop(self, server: str, h: Any) -> None:
-        """Kill a warm actor (its run failed, was killed or cancelled) and start a fresh one in its place."""
+    def _replace(self, g: int) -> None:
+        """Kill GPU ``g``'s actor (its run failed, was killed or cancelled) and start a fresh one in its slot."""
+        sl = self._slots[g]
         with contextlib.suppress(Exception):
-            self._ray.kill(h, no_restart=True)
-        self._pool_live[server] = self._pool_live.get(server, 1) - 1
-        if self._pool_live[server] < self._pool_size.get(server, 0) and not self._stop.is_set():
-            fresh = self._new_warm(server)
-            fresh.warm.remote(self._warm_modules())  # queued before any run: the next launch finds it warm
-            self._give_back(server, fresh)
+            self._ray.kill(sl.actor, no_restart=True)
+        sl.actor = None
+        if not self._stop.is_set():
+            sl.actor = self._slot_actor(sl)
+            sl.actor.warm.remote(self._warm_modules())  # runs before any later call: the next launch finds it warm
 
     def _gpu_res(self, res: Mapping[str, float]) -> str:
         if self.gpu_resource != "auto":
@@ -548,11 +560,15 @@ class RayExecutor:
             for a in list(self._jobs.values()):
                 self._teardown(a)
             self._jobs.clear()
-            for idle in self._pool.values():
-                for h in idle:
-                    with contextlib.suppress(Exception):
-                        self._ray.kill(h, no_restart=True)
-            self._pool, self._pool_live, self._pool_size = {}, {}, {}
+            from ray.util.placement_group import remove_placement_group
+
+            for sl in self._slots.values():
+                with contextlib.suppress(Exception):
+                    if sl.actor is not None:
+                        self._ray.kill(sl.actor, no_restart=True)
+                with contextlib.suppress(Exception):
+                    remove_placement_group(sl.pg)
+            self._slots = {}
             self.leftovers = self._confirm_gone(timeout_s=20.0)
             if self._we_init:
                 self._ray.shutdown()
@@ -627,6 +643,9 @@ class RayExecutor:
                     self.dispatch_s[key] = time.perf_counter() - t
                 with self._jobs_lock:
                     self._jobs[launch.job_id] = attempt
+                if attempt.pooled:
+                    attempt.t_placed = time.time()
+                    self._spawn(attempt)
             except Exception as e:
                 self._events.put(ExecEvent(EventKind.FAILED, launch.job_id, self.now(), launch.attempt,
                                            reason=f"cannot launch: {type(e).__name__}: {e}"))
@@ -674,10 +693,20 @@ class RayExecutor:
 
         c = self._require_open()
         servers = [server_name(c.gpu_server[g]) for g in launch.gpus]
-        bundles = [{self._server_gres[s]: 1.0, server_resource(s): SERVER_SHARE} for s in servers]
-        pg = placement_group(bundles, strategy="PACK", name=f"ddlsched-{launch.job_id}-{launch.attempt}")
-        self._made_pgs.append(pg)
         opts = self._options(launch)
+        pooled = bool(self._slots)
+        if pooled:  # the GPUs' warm actors: nothing to place
+            if opts.get("runtime_env"):
+                raise ConfigError("a launch with its own runtime_env needs the Ray executor with warm=False")
+            busy = {g: self._slot_job[g] for g in launch.gpus if g in self._slot_job}
+            if busy:
+                raise RuntimeError(f"GPU(s) busy: {', '.join(f'{g} with job {j}' for g, j in sorted(busy.items()))}")
+            pg = pg_ready = None
+        else:
+            bundles = [{self._server_gres[s]: 1.0, server_resource(s): SERVER_SHARE} for s in servers]
+            pg = placement_group(bundles, strategy="PACK", name=f"ddlsched-{launch.job_id}-{launch.attempt}")
+            self._made_pgs.append(pg)
+            pg_ready = pg.ready()
         entrypoint = str(opts.get("entrypoint") or PROFILE_JOB)
         assert self._ckpt_root is not None
         ckpt = Path(opts["checkpoint_dir"]) if opts.get("checkpoint_dir") else self._ckpt_root / launch.job_id
@@ -688,8 +717,11 @@ class RayExecutor:
         if opts.get("checkpoint_every"):
             env["DDLSCHED_CHECKPOINT_EVERY"] = str(int(opts["checkpoint_every"]))
         self._tokens += 1
-        return _Attempt(launch, servers, ckpt, entrypoint, env, pg, pg.ready(), time.monotonic(), t_epoch=time.time(),
-                        token=f"{launch.job_id}#{launch.attempt}#{self._tokens}")
+        if pooled:
+            for g in launch.gpus:
+                self._slot_job[g] = launch.job_id
+        return _Attempt(launch, servers, ckpt, entrypoint, env, pg, pg_ready, time.monotonic(), t_epoch=time.time(),
+                        token=f"{launch.job_id}#{launch.attempt}#{self._tokens}", pooled=pooled)
 
     def _step(self, a: _Attempt) -> None:
         ray = self._ray
@@ -736,11 +768,12 @@ class RayExecutor:
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         rt = self._options(a.launch).get("runtime_env")
-        a.pooled = bool(self._pool_size) and not rt and all(s in self._pool_size for s in a.servers)
+        if a.pooled:
+            a.actors = [self._slots[g].actor for g in a.launch.gpus]
+            a.info_refs = [h.node.remote() for h in a.actors]
+            a.state = "spawning"
+            return
         for r, s in enumerate(a.servers):
-            if a.pooled:
-                a.actors.append(self._take(s))
-                continue
             gres = self._server_gres[s]
             kw: dict[str, Any] = {"num_cpus": 0, "scheduling_strategy": PlacementGroupSchedulingStrategy(
                 a.pg, placement_group_bundle_index=r)}
@@ -869,11 +902,14 @@ class RayExecutor:
 
     def _finish(self, a: _Attempt, kind: EventKind, **kw: Any) -> None:
         """Release the job's GPUs, then report (so the next launch on them finds them free). Warm actors whose run
-        returned cleanly go back to the pool; any other rank is killed."""
+        returned cleanly (or that were revoked before running anything) stay in their slots; any other rank is
+        killed (and, warm, replaced)."""
         clean = kind == EventKind.FINISHED or (kind == EventKind.CHECKPOINTED and not kw.get("killed")
                                                and len(a.results) == len(a.actors))
-        self._teardown(a, reuse=clean and a.state == "running" and all(
-            not isinstance(x, BaseException) for x in a.results.values()))
+        ran_clean = clean and a.state == "running" and all(not isinstance(x, BaseException)
+                                                            for x in a.results.values())
+        never_ran = kind == EventKind.CHECKPOINTED and a.state in ("placing", "spawning")
+        self._teardown(a, reuse=ran_clean or never_ran)
         if kind == EventKind.CHECKPOINTED and a.t_revoke:
             self.drains.append(round(time.monotonic() - a.t_revoke, 4))
         with self._jobs_lock:
@@ -883,14 +919,18 @@ class RayExecutor:
     def _teardown(self, a: _Attempt, reuse: bool = False) -> None:
         from ray.util.placement_group import remove_placement_group
 
-        for r, h in enumerate(a.actors):
-            if a.pooled and reuse:
-                self._give_back(a.servers[r], h)
-            elif a.pooled:
-                self._drop(a.servers[r], h)
-            else:
-                with contextlib.suppress(Exception):
-                    self._ray.kill(h, no_restart=True)
+        if a.pooled:
+            for g in a.launch.gpus:
+                if self._slot_job.get(g) == a.job_id:
+                    del self._slot_job[g]
+                    if not reuse:
+                        self._replace(g)
+            a.actors = []
+            a.state = "gone"
+            return
+        for h in a.actors:
+            with contextlib.suppress(Exception):
+                self._ray.kill(h, no_restart=True)
         a.actors = []
         with contextlib.suppress(Exception):
             remove_placement_group(a.pg)
