@@ -2,10 +2,12 @@
 
 Each server of the cluster description is a Ray node carrying ``ddl_server:<name>`` = 1 (``<name>`` from
 :func:`ddlsched.live.model.server_name`: ``s0``, ``s1``, … in the cluster file's order) and one ``ddl_gpu`` per GPU
-slot (or real ``GPU``\\ s). A launch becomes a placement group with one bundle per GPU, each bundle asking for one
-GPU slot and a sliver of its server's resource, so Ray can only place it on that server (checked once placed); then
-one actor per rank (rank order = the launch's GPU order) runs the job's entry point under :mod:`ddlsched.job`,
-whose lease is the actor's revoke flag. A background thread drives every job's steps (place, spawn, run, revoke,
+slot (or real ``GPU``\\ s). Every GPU slot is a placement group of one bundle asking
+for one GPU slot and a sliver of its server's resource, so Ray can only place it on that server (checked), with a
+warm rank actor in it, all made when the executor opens; a launch runs one rank per GPU it was given (rank order =
+the launch's GPU order) on those actors: the job's entry point under :mod:`ddlsched.job`, whose lease is the actor's
+revoke flag. (``warm=False``: a placement group with one bundle per GPU and fresh actors per launch.) A background
+thread drives every job's steps (place, spawn, run, revoke,
 tear down) without blocking, so all Ray calls but :meth:`open`/:meth:`close` happen in it, and hands events to
 :meth:`poll`.
 """
@@ -285,7 +287,11 @@ class RayExecutor:
     profile job), ``job_args`` (a mapping the job reads as ``Job().args``), ``checkpoint_every`` (iterations),
     ``grad_scale`` / ``compute_scale`` (the profile job's all-reduce bytes / compute time, × the profile's),
     ``runtime_env`` (Ray's, for the rank actors), ``checkpoint_dir`` (this job's folder). ``models``: a model
-    profile CSV (as ``--models``) whose profiles the profile job follows.
+    profile CSV (as ``--models``) whose profiles the profile job follows. ``warm`` (default True): at :meth:`open`
+    place one single-bundle placement group per GPU slot and start a rank actor in each that imports
+    ``warm_imports`` (default: the entry point's module, and torch unless it is the profile job), so a launch only
+    calls the actors of its GPUs; False: a placement group and fresh actors per launch (docs/live-ray.md, "Where a
+    start goes"). ``startups``, ``drains`` and ``dispatch_s`` are what the executor measured.
     """
 
     name = "ray"
@@ -424,6 +430,15 @@ class RayExecutor:
         from ray.util.placement_group import placement_group
 
         t0 = time.monotonic()
+        free = self._ray.available_resources()
+        for gres in set(self._server_gres.values()):
+            need = sum(1 for g in range(cluster.num_gpus) if self._server_gres[server_name(cluster.gpu_server[g])]
+                       == gres)
+            if free.get(gres, 0.0) < need:
+                raise ConfigError(f"only {free.get(gres, 0.0):g} of the {need} {gres} slots the cluster file names "
+                                  "are free on the Ray cluster (another executor or Ray user holds the rest); a warm "
+                                  "executor holds every slot (pass warm=False to share the cluster)",
+                                  field="--executor-opt")
         for g in range(cluster.num_gpus):
             server = server_name(cluster.gpu_server[g])
             pg = placement_group([{self._server_gres[server]: 1.0, server_resource(server): SERVER_SHARE}],
