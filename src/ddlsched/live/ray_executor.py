@@ -343,7 +343,8 @@ class RayExecutor:
         self.startups: list[dict[str, Any]] = []
         """One row per attempt that started: where its start-up went, wall seconds (:func:`startup_phases`)."""
         self.dispatch_s: dict[tuple[str, int], float] = {}
-        """Per (job, attempt): wall seconds from :meth:`launch` to its placement group requested from Ray."""
+        """Per (job, attempt): wall seconds from :meth:`launch` to Ray asked (warm: the GPUs' actors called; else
+        the placement group requested)."""
         self._launch_t: dict[tuple[str, int], float] = {}
         self.drains: list[float] = []
         """Wall seconds from each revoke to its job's GPUs being free (checkpointed, or killed after the grace)."""
@@ -652,15 +653,15 @@ class RayExecutor:
                 self._teardown(old)
             try:
                 attempt = self._place(launch)
-                key = (launch.job_id, launch.attempt)
-                t = self._launch_t.pop(key, None)
-                if t is not None:
-                    self.dispatch_s[key] = time.perf_counter() - t
                 with self._jobs_lock:
                     self._jobs[launch.job_id] = attempt
                 if attempt.pooled:
                     attempt.t_placed = time.time()
                     self._spawn(attempt)
+                key = (launch.job_id, launch.attempt)  # Ray asked: the GPUs' actors called, or the group requested
+                t = self._launch_t.pop(key, None)
+                if t is not None:
+                    self.dispatch_s[key] = time.perf_counter() - t
             except Exception as e:
                 self._events.put(ExecEvent(EventKind.FAILED, launch.job_id, self.now(), launch.attempt,
                                            reason=f"cannot launch: {type(e).__name__}: {e}"))

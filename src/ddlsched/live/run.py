@@ -62,7 +62,7 @@ class LiveResult(SimResult):
     latency_samples: list[dict[str, Any]] = field(default_factory=list)
     """One per launch that followed a finish: job_id, attempt, ``pending`` (jobs still queued), ``latency_s`` (the
     finish → the launch handed to the executor) and, where the executor measures it, ``dispatched_s`` (the finish
-    → the executor's backend asked: for Ray, the placement group requested)."""
+    → the executor's backend asked: for Ray, the GPUs' warm actors called or the placement group requested)."""
 
 
 def latency_stats(samples: Sequence[float]) -> dict[str, Any]:
