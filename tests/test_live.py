@@ -203,8 +203,9 @@ def test_preempt_waits_for_checkpoint_before_the_gpus_are_reused():
 
 
 def test_a_job_faster_than_its_ideal_has_negative_contention_only():
-    """1000 iterations of m on one GPU (ideal 50 ms each) measured in 25 s, half their ideal: every other cause is 0, contention_s is the (negative)
-    excess, and the accounts close. The live model declares it on the instance, so the compiled core sees it too."""
+    """1000 iterations of m on one GPU (ideal 50 ms each) measured in 25 s, half their ideal: every other cause is
+    0, contention_s is the (negative) excess, and the accounts close. The live model declares it on the instance, so
+    the compiled core sees it too."""
     def respond(call, arg, t):
         if call != "launch":
             return []
