@@ -496,3 +496,17 @@ def test_a_resubmitted_job_resumes_from_its_checkpoint():
     (r,) = res.records
     assert r["restart_s"] == pytest.approx(30.0)
     assert r["run_s"] == pytest.approx(30.0 + 400 * 0.05)  # the 400 iterations left, alone on one GPU
+
+
+def test_latency_samples_name_the_launch_and_the_queue_behind_it():
+    """Every finish → next-launch sample names its launch and how many jobs were still queued; the twin measures no
+    backend hop, so there is no dispatched figure."""
+    cluster = Cluster.build("one", [[ServerSpec(2, "V100", 10.0)]], {"V100": GPUType("V100", 32768)})
+    jobs = [JobSpec(f"j{i}", 0.0, 1, "small", iterations=50.0 + 7 * i) for i in range(12)]  # finishes apart
+    res = LiveRun(cluster, make_policy("fifo"), SimExecutor(CAT), time_scale=FAST, catalog=CAT, jobs=jobs).run()
+    s = res.latency_samples
+    assert len(s) == res.live["sched_latency"]["count"] == 10  # every launch but the first two followed a finish
+    assert [r["pending"] for r in s] == sorted((r["pending"] for r in s), reverse=True)
+    assert s[0]["pending"] == 9 and s[-1]["pending"] == 0
+    assert {r["job_id"] for r in s} == {f"j{i}" for i in range(2, 12)} and all(r["attempt"] == 1 for r in s)
+    assert all("dispatched_s" not in r for r in s) and "sched_latency_dispatched" not in res.live
