@@ -821,7 +821,8 @@ class RayExecutor:
     def _watch(self, a: _Attempt) -> None:
         ray = self._ray
         now = time.monotonic()
-        if a.status_ref is None and now - a.status_wall >= min(self.report_every_s, 0.2):
+        every = min(self.report_every_s, 0.2) if a.started else 0.01  # catch the first step promptly: STARTED's time
+        if a.status_ref is None and now - a.status_wall >= every:
             a.status_ref = a.actors[0].status.remote()
             a.status_wall = now
         if a.status_ref is not None and ray.wait([a.status_ref], timeout=0)[0]:
