@@ -115,6 +115,31 @@ def test_launch_progress_finish_across_servers(run: Run) -> None:
     assert all(e.iter_s is not None and e.iter_s >= 0.05 for e in prog)  # at least the compute per iteration
     assert [e.time_s for e in ev] == sorted(e.time_s for e in ev) and done.iterations == 40
     assert run.ex.running() == []
+    row = next(r for r in run.ex.startups if r["job_id"] == "p")  # where its start went, every phase measured
+    assert row["ranks"] == 2 and all(row[k] is not None and row[k] >= 0 for k in
+                                     ("place", "spawn", "call", "imports", "init", "total"))
+    assert ("p", 1) in run.ex.dispatch_s
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_warm_slots_are_exclusive(run: Run) -> None:
+    """A launch onto a GPU whose warm actor runs another job fails; a second warm executor cannot open beside the
+    first (every slot is held) and says so at once."""
+    run.launch("w", (1,), 10_000, job_args={"compute_s": 0.01})
+    run.wait("w", {EventKind.STARTED})
+    run.launch("x", (1, 3), 10, job_args={"compute_s": 0.01})
+    bad = run.wait("x", {EventKind.FAILED, EventKind.STARTED})
+    assert bad.kind == EventKind.FAILED and "GPU(s) busy: 1 with job w" in bad.reason, bad
+    other = RayExecutor(run.ex.address)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(ConfigError, match=r"only 0 of the 4 ddl_gpu slots .* are free"):
+            other.open(two_servers())
+    finally:
+        other.close()
+    assert time.monotonic() - t0 < 20
+    run.ex.cancel("w")
 
 
 @pytest.mark.slow
@@ -248,8 +273,10 @@ def test_live_run_with_a_preemptive_policy_on_the_ray_cluster(ray_nodes: LocalRa
     from ddlsched.workload.profiles import ModelCatalog, ModelProfile
 
     cat = ModelCatalog([ModelProfile("tiny", grad_mb=0.01, compute_ms=40.0, batch_size=8, mem_mb=100.0)])
-    jobs = [JobSpec("long1", 0.0, 2, "tiny", iterations=100.0), JobSpec("long2", 0.0, 2, "tiny", iterations=100.0),
-            JobSpec("short", 4.0, 2, "tiny", iterations=30.0)]
+    # the long jobs last ≥ 6 s (150 × 40 ms): at 3 s both hold more than 2 GPU-seconds even after a slow start
+    # (≤ 2 s), so the short job preempts one of them whatever the machine's load
+    jobs = [JobSpec("long1", 0.0, 2, "tiny", iterations=150.0), JobSpec("long2", 0.0, 2, "tiny", iterations=150.0),
+            JobSpec("short", 3.0, 2, "tiny", iterations=30.0)]
     ex = RayExecutor(ray_nodes.address, checkpoint_dir=tmp_path / "ckpt", catalog=cat, checkpoint_every=10)
     policy = make_policy("tiresias", {"thresholds": [2.0]})
     changes: list[Any] = []

@@ -20,7 +20,8 @@ waiting in a collective. Instead of ``state`` a job may pass ``save(dir)`` / ``l
 The environment (set by the Ray executor; ``torchrun`` sets the first five, and then the job runs unscheduled:
 no lease, no reports): ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``,
 ``DDLSCHED_JOB_ID``, ``DDLSCHED_ATTEMPT``, ``DDLSCHED_ITERATIONS`` (total steps), ``DDLSCHED_CHECKPOINT_DIR``,
-``DDLSCHED_CHECKPOINT_EVERY``, ``DDLSCHED_JOB_ARGS`` (JSON object, the launch's job arguments).
+``DDLSCHED_CHECKPOINT_EVERY``, ``DDLSCHED_JOB_ARGS`` (JSON object, the launch's job arguments), ``DDLSCHED_PEERS``
+(``host:port`` of every rank, comma-separated: for a job's own transport, :meth:`Job.init_socket_ring`).
 """
 
 from __future__ import annotations
@@ -115,6 +116,11 @@ class Job:
         self.preempted = False
         """The loop ended because the lease was revoked (a checkpoint was saved)."""
         self._dist: Any = None
+        self._ring: Any = None
+        peers = os.environ.get("DDLSCHED_PEERS", "")
+        self.peers: list[tuple[str, int]] = [(h, int(p)) for h, _, p in (x.rpartition(":") for x in peers.split(","))
+                                             if h and p.isdigit()]
+        """Every rank's ``(host, port)`` for a job's own transport (the executor's; empty under ``torchrun``)."""
 
     # ------------------------------------------------------------------ distributed
     def init_process_group(self, backend: str = "gloo", timeout_s: float = 120.0) -> None:
@@ -131,18 +137,44 @@ class Job:
                                     timeout=datetime.timedelta(seconds=timeout_s))
         self._dist = dist
 
+    def init_socket_ring(self, timeout_s: float = 120.0) -> Any:
+        """Instead of a torch process group: a plain TCP ring over :attr:`peers` (no torch; the testbed's
+        ``SocketRing``), used for the ranks' stop agreement and barriers and returned for the job's own traffic
+        (``ddlsched.testbed.worker.ring_allreduce``). None for one rank."""
+        if self.world_size <= 1:
+            return None
+        if len(self.peers) != self.world_size:
+            raise RuntimeError(f"a socket ring needs {self.world_size} peers in DDLSCHED_PEERS, got {self.peers}")
+        from ddlsched.testbed.worker import SocketRing
+
+        self._ring = SocketRing(self.rank, self.peers, timeout_s=timeout_s)
+        return self._ring
+
     def close(self) -> None:
-        """Tear the process group down (called by :meth:`steps` when it ends)."""
+        """Tear the process group (or socket ring) down (called by :meth:`steps` when it ends)."""
         if self._dist is not None and self._dist.is_initialized():
             self._dist.destroy_process_group()
         self._dist = None
+        if self._ring is not None:
+            self._ring.close()
+        self._ring = None
 
     def _agree_stop(self, mine: bool) -> bool:
         """Every rank stops at the same step: the OR of the ranks' lease flags."""
         if self.world_size <= 1:
             return mine
+        if self._ring is not None:
+            import numpy as np
+
+            from ddlsched.testbed.worker import ring_allreduce
+
+            flags = np.zeros(self.world_size, np.float32)
+            flags[self.rank] = 1.0 if mine else 0.0
+            ring_allreduce(self._ring, flags)
+            return bool(flags.sum() > 0)
         if self._dist is None:
-            raise RuntimeError("a job with more than one rank must call job.init_process_group() before steps()")
+            raise RuntimeError("a job with more than one rank must call job.init_process_group() (or "
+                               "job.init_socket_ring()) before steps()")
         import torch
 
         flag = torch.tensor([1 if mine else 0], dtype=torch.int32)
@@ -152,7 +184,9 @@ class Job:
         return bool(flag.item())
 
     def _barrier(self) -> None:
-        if self._dist is not None and self.world_size > 1:
+        if self._ring is not None:
+            self._ring.barrier()
+        elif self._dist is not None and self.world_size > 1:
             self._dist.barrier()
 
     # ------------------------------------------------------------------ checkpoints

@@ -103,8 +103,11 @@ def live_run(policy: str, policy_param: tuple[str, ...], time_scale: float, exec
     for r in rows:
         lat = r["_live"]["sched_latency"]
         cpu = r["_live"]
+        hop = cpu.get("sched_latency_dispatched")
+        hop_s = (f" (→ {cpu['executor']} asked: median {_ms(hop['median_ms'])}, p95 {_ms(hop['p95_ms'])})"
+                 if hop else "")
         console.print(f"{r['policy']}: scheduling latency (finish → next launch) median "
-                      f"{_ms(lat['median_ms'])}, p95 {_ms(lat['p95_ms'])} over {lat['count']} launches; "
+                      f"{_ms(lat['median_ms'])}, p95 {_ms(lat['p95_ms'])}{hop_s} over {lat['count']} launches; "
                       f"wall {cpu['wall_s']:.1f} s, loop CPU {_pct(cpu['cpu_busy_loop'])}, "
                       f"machine CPU {_pct(cpu['cpu_busy_system'])} of {cpu['cpu_cores']} cores")
     if compare_sim:
@@ -167,6 +170,8 @@ def _executor(name: str, opts: dict[str, Any], catalog: Any, kw: dict[str, Any],
             raise ConfigError("the Ray executor (ddlsched.live.ray_executor) is not part of this installation",
                               field="--executor") from None
         raise
+    if "models" not in opts and "catalog" not in opts:
+        opts = {**opts, "catalog": catalog}  # the profile job follows the run's model profiles (--models)
     return RayExecutor(**opts)
 
 
@@ -183,9 +188,18 @@ def _run_policy(name: str, params: dict[str, Any], policy: Any, cluster: Any, w:
                        model_params=parse_kv(kw["model_param"], "model-param"),
                        restart_penalty_s=kw["restart_penalty"], seed=kw["seed"])
     executor = _executor(executor_name, ex_opts, w.catalog, kw, penalty)
+    catalog = w.catalog
+    scales = (float(ex_opts.get("grad_scale", 1.0)), float(ex_opts.get("compute_scale", 1.0)))
+    if executor_name == "ray" and not ex_opts.get("entrypoint") and scales != (1.0, 1.0):
+        from ddlsched.live.calibration import scaled_catalog
+
+        # the profile job runs the scaled profiles: the live model's ideal and the simulation follow them
+        catalog = scaled_catalog(w.catalog, *scales)
+        _note(f"{name}: the profile job runs the profiles with the gradient × {scales[0]:g} and the compute × "
+              f"{scales[1]:g}; the run's accounts{' and the simulation' if compare_sim else ''} use the same")
     show = not kw["quiet"]
     bar = _Bar(name, len(jobs), time_scale) if show else None
-    run = LiveRun(cluster, policy, executor, time_scale=time_scale, config=config, catalog=w.catalog, jobs=jobs,
+    run = LiveRun(cluster, policy, executor, time_scale=time_scale, config=config, catalog=catalog, jobs=jobs,
                   checkpoint_grace_s=grace_s, progress=bar.update if bar is not None else None)
     if run.core.rejected:  # a job that can never run: refuse before anything starts
         first = run.core.rejected[0]
@@ -205,6 +219,13 @@ def _run_policy(name: str, params: dict[str, Any], policy: Any, cluster: Any, w:
         write_records(out / "failed.csv", result.failed)
     if result.cancelled:
         write_records(out / "cancelled.csv", result.cancelled)
+    costs = None
+    if hasattr(executor, "startups"):  # the Ray executor measures where its starts went
+        from ddlsched.live.calibration import start_costs
+
+        costs = start_costs(executor.startups, executor.drains, time_scale)
+        result.live["start_costs"] = costs
+        result.live["startups"] = list(executor.startups)
     write_json(out / "live.json", {**result.live, "policy": result.policy, "jobs_submitted": result.submitted,
                                    "jobs_completed": len(result.records), "jobs_failed": len(result.failed),
                                    "jobs_cancelled": len(result.cancelled), "jobs_unfinished": len(result.unfinished),
@@ -221,8 +242,20 @@ def _run_policy(name: str, params: dict[str, Any], policy: Any, cluster: Any, w:
         from ddlsched.metrics.summary import summarize
         from ddlsched.policies import make_policy
 
-        sim = run_simulation(cluster, jobs, make_policy(name, params), config, catalog=w.catalog)
+        sim_config = config
+        if costs is not None and kw["restart_penalty"] is None:  # charge the restart the live run measured
+            from ddlsched.live.calibration import sim_restart_penalty
+
+            pen = sim_restart_penalty(costs)
+            if pen is not None:
+                sim_config = replace(config, restart_penalty_s=pen)
+                _note(f"{name}: the simulation charges the measured restart, {pen:.3f} s per restart "
+                      f"(--restart-penalty to override); start-up {costs['startup_s']} s and drain "
+                      f"{costs['drain_s']} s (medians) have no simulator knob")
+        sim = run_simulation(cluster, jobs, make_policy(name, params), sim_config, catalog=catalog)
         sim_summary = summarize(sim, measurement_window(kw))
+        sim_pen = sim_config.restart_penalty_s
+        sim_summary["restart_penalty_s"] = penalty if sim_pen is None else sim_pen
         write_json(out / "sim_summary.json", sim_summary)
         write_records(out / "sim_records.csv", sim.records)
         summary["_sim"] = sim_summary

@@ -5,8 +5,9 @@ the same view as in a simulation, but a ``Start`` or ``Preempt`` is *carried out
 a job afterwards (it reports iterations, finishes, fails, its worker is lost) comes back from the executor as
 :class:`ExecEvent`\\ s. Two executors implement it:
 
-* the **Ray executor** (``ddlsched.live.ray_executor``): a placement group per job pinned to the servers the policy
-  chose, one actor per rank, preemption by lease revocation and checkpoint;
+* the **Ray executor** (``ddlsched.live.ray_executor``): each GPU slot a placement group pinned to its server with a
+  warm rank actor (or a placement group per job), the job's ranks on the actors of the GPUs the policy chose,
+  preemption by lease revocation and checkpoint;
 * the **simulated executor** (``ddlsched.live.sim_executor``, the *digital twin*): each job progresses at the rate the
   simulator's physics gives, in wall time scaled by the clock, so a service or a shadow run needs no GPUs.
 

@@ -218,6 +218,7 @@ class LiveModel(FluidModel):
                            "cancellations": 0})
         self._finish_mark: tuple[float, float] | None = None  # (wall processed, wall of the event's run time)
         self.latency_s: list[float] = []  # a job's finish (its run time on the clock) → next launch, wall s
+        self.latency_launches: list[tuple[str, int, int]] = []  # per latency_s sample: job, attempt, jobs still queued
         self.decision_s: list[float] = []  # the finish event processed → next launch, wall s
         self.event_lag_s: list[float] = []  # an executor event's run time → processed, wall s
         self._server_names = [server_name(s) for s in range(cluster.num_servers)]
@@ -483,6 +484,7 @@ class LiveModel(FluidModel):
             wall = time.perf_counter()
             self.decision_s.append(wall - mark[0])
             self.latency_s.append(max(0.0, wall - mark[1]))
+            self.latency_launches.append((st.job_id, st.attempt, len(self.pending)))
             self._finish_mark = None
         self._emit("started", st.job_id, {"gpus": list(st.gpus), "attempt": st.attempt,
                                           "iterations": st.prior + st.done_iters})

@@ -2,10 +2,12 @@
 
 Each server of the cluster description is a Ray node carrying ``ddl_server:<name>`` = 1 (``<name>`` from
 :func:`ddlsched.live.model.server_name`: ``s0``, ``s1``, … in the cluster file's order) and one ``ddl_gpu`` per GPU
-slot (or real ``GPU``\\ s). A launch becomes a placement group with one bundle per GPU, each bundle asking for one
-GPU slot and a sliver of its server's resource, so Ray can only place it on that server (checked once placed); then
-one actor per rank (rank order = the launch's GPU order) runs the job's entry point under :mod:`ddlsched.job`,
-whose lease is the actor's revoke flag. A background thread drives every job's steps (place, spawn, run, revoke,
+slot (or real ``GPU``\\ s). Every GPU slot is a placement group of one bundle asking
+for one GPU slot and a sliver of its server's resource, so Ray can only place it on that server (checked), with a
+warm rank actor in it, all made when the executor opens; a launch runs one rank per GPU it was given (rank order =
+the launch's GPU order) on those actors: the job's entry point under :mod:`ddlsched.job`, whose lease is the actor's
+revoke flag. (``warm=False``: a placement group with one bundle per GPU and fresh actors per launch.) A background
+thread drives every job's steps (place, spawn, run, revoke,
 tear down) without blocking, so all Ray calls but :meth:`open`/:meth:`close` happen in it, and hands events to
 :meth:`poll`.
 """
@@ -96,17 +98,29 @@ def _iface_of(ip: str) -> str | None:
 
 
 class RankActor:
-    """One rank of one launch (a threaded Ray actor: ``run`` in one thread, ``status``/``revoke`` beside it)."""
+    """One rank of a launch (a threaded Ray actor: ``run`` in one thread, ``status``/``revoke`` beside it).
+
+    A warm actor (the executor's pool) runs one launch after another: every ``run`` carries a token, ``status``
+    answers with the current run's token, ``revoke`` names the run it ends (it may arrive before that run starts),
+    and after a run the process's environment is restored and a torch process group left behind is destroyed."""
 
     def __init__(self) -> None:
-        self._revoked = threading.Event()
         self._lock = threading.Lock()
-        self._st: dict[str, Any] = {"iterations": 0, "checkpoint": None, "started_from": None, "reported": False,
-                                    "pid": os.getpid()}
+        self._revoked: set[str] = set()
+        self._token = ""
+        self._st: dict[str, Any] = {}
+        self._reset("")
+
+    def _reset(self, token: str) -> None:
+        with self._lock:
+            self._token = token
+            self._st = {"iterations": 0, "checkpoint": None, "started_from": None, "reported": False,
+                        "pid": os.getpid(), "token": token}
 
     # the Lease protocol (ddlsched.job)
     def revoked(self) -> bool:
-        return self._revoked.is_set()
+        with self._lock:
+            return self._token in self._revoked
 
     def report(self, *, iterations: int, checkpoint: int | None, started_from: int | None) -> None:
         with self._lock:
@@ -115,36 +129,77 @@ class RankActor:
                 self._st.update(started_from=started_from, start_wall=self._st["wall"])
 
     # remote methods
+    def warm(self, modules: Sequence[str]) -> list[str]:
+        """Import ``modules`` now, so that a launch on this actor does not pay for them; returns those missing."""
+        missing = []
+        for m in modules:
+            try:
+                importlib.import_module(m)
+            except ImportError:
+                missing.append(m)
+        return missing
+
     def node(self) -> dict[str, Any]:
         import ray
 
-        with socket.socket() as s:
-            s.bind(("", 0))
-            port = s.getsockname()[1]
-        return {"ip": ray.util.get_node_ip_address(), "pid": os.getpid(), "port": port,
+        ports = []
+        for _ in range(2):  # one for a torch process group's master, one for a job's own ring
+            with socket.socket() as s:
+                s.bind(("", 0))
+                ports.append(s.getsockname()[1])
+        return {"ip": ray.util.get_node_ip_address(), "pid": os.getpid(), "port": ports[0], "ring_port": ports[1],
                 "node_id": ray.get_runtime_context().get_node_id()}
 
     def status(self) -> dict[str, Any]:
         with self._lock:
             return dict(self._st)
 
-    def revoke(self) -> None:
-        self._revoked.set()
+    def revoke(self, token: str = "") -> None:
+        with self._lock:
+            self._revoked.add(token or self._token)
 
-    def run(self, entrypoint: str, env: Mapping[str, str]) -> dict[str, Any]:
-        os.environ.update(env)
-        if "GLOO_SOCKET_IFNAME" not in os.environ and sys.platform == "linux":
-            import ray  # gloo binds where the host name resolves; use the interface of Ray's node address
+    def run(self, entrypoint: str, env: Mapping[str, str], token: str = "") -> dict[str, Any]:
+        self._reset(token)
+        with self._lock:
+            self._st["run_wall"] = time.time()
+        saved = dict(os.environ)
+        try:
+            os.environ.update(env)
+            if "GLOO_SOCKET_IFNAME" not in os.environ and sys.platform == "linux":
+                import ray  # gloo binds where the host name resolves; use the interface of Ray's node address
 
-            iface = _iface_of(ray.util.get_node_ip_address())
-            if iface:
-                os.environ["GLOO_SOCKET_IFNAME"] = iface
-        attach_lease(self)
-        _resolve(entrypoint)()
-        return self.status() | {"revoked": self.revoked()}
+                iface = _iface_of(ray.util.get_node_ip_address())
+                if iface:
+                    os.environ["GLOO_SOCKET_IFNAME"] = iface
+            attach_lease(self)
+            main = _resolve(entrypoint)
+            with self._lock:
+                self._st["resolved_wall"] = time.time()
+            main()
+            return self.status() | {"revoked": self.revoked()}
+        finally:
+            attach_lease(None)
+            os.environ.clear()
+            os.environ.update(saved)
+            dist = sys.modules.get("torch.distributed")
+            if dist is not None and dist.is_available() and dist.is_initialized():
+                with contextlib.suppress(Exception):
+                    dist.destroy_process_group()
+            with self._lock:
+                self._revoked.discard(token)
 
 
 # ---------------------------------------------------------------------------------------------------- one launch
+@dataclass
+class _Slot:
+    """Warm mode: GPU ``gpu``'s one-bundle placement group on ``server`` and the rank actor living in it."""
+
+    gpu: int
+    server: str
+    pg: Any
+    actor: Any = None
+
+
 @dataclass
 class _Attempt:
     launch: Launch
@@ -172,10 +227,31 @@ class _Attempt:
     revoke_deadline: float | None = None
     fail_deadline: float = 0.0
     pids: list[int] = field(default_factory=list)
+    token: str = ""
+    pooled: bool = False
+    t_revoke: float = 0.0
+    t_epoch: float = 0.0
+    t_placed: float = 0.0
+    t_spawned: float = 0.0
 
     @property
     def job_id(self) -> str:
         return self.launch.job_id
+
+
+def startup_phases(a: _Attempt, st: Mapping[str, Any]) -> dict[str, Any]:
+    """Where an attempt's start-up went (wall seconds; rank 0's clock against the driver's, so on several machines
+    the rank's phases carry their clock offset): ``place`` (launch → placement group placed), ``spawn`` (→ every
+    rank actor up: a Ray worker process each), ``call`` (→ rank 0's ``run`` entered), ``imports`` (→ its entry point
+    imported), ``init`` (→ the job's first step: process group, checkpoint load), ``total``."""
+    t = [a.t_epoch, a.t_placed, a.t_spawned, float(st.get("run_wall") or 0.0), float(st.get("resolved_wall") or 0.0),
+         float(st.get("start_wall") or 0.0)]
+    names = ("place", "spawn", "call", "imports", "init")
+    row: dict[str, Any] = {"job_id": a.job_id, "attempt": a.launch.attempt, "ranks": len(a.servers),
+                           "resumed_from": int(st.get("started_from") or 0)}
+    row.update({n: round(max(t[i + 1] - t[i], 0.0), 4) if t[i] and t[i + 1] else None for i, n in enumerate(names)})
+    row["total"] = round(t[-1] - t[0], 4) if t[0] and t[-1] else None
+    return row
 
 
 def _ray() -> Any:
@@ -211,7 +287,11 @@ class RayExecutor:
     profile job), ``job_args`` (a mapping the job reads as ``Job().args``), ``checkpoint_every`` (iterations),
     ``grad_scale`` / ``compute_scale`` (the profile job's all-reduce bytes / compute time, × the profile's),
     ``runtime_env`` (Ray's, for the rank actors), ``checkpoint_dir`` (this job's folder). ``models``: a model
-    profile CSV (as ``--models``) whose profiles the profile job follows.
+    profile CSV (as ``--models``) whose profiles the profile job follows. ``warm`` (default True): at :meth:`open`
+    place one single-bundle placement group per GPU slot and start a rank actor in each that imports
+    ``warm_imports`` (default: the entry point's module, and torch unless it is the profile job), so a launch only
+    calls the actors of its GPUs; False: a placement group and fresh actors per launch (docs/live-ray.md, "Where a
+    start goes"). ``startups``, ``drains`` and ``dispatch_s`` are what the executor measured.
     """
 
     name = "ray"
@@ -220,6 +300,7 @@ class RayExecutor:
                  checkpoint_dir: str | Path | None = None, gpu_resource: str = "auto",
                  defaults: Mapping[str, Any] | None = None, report_every_s: float = 0.5, poll_s: float = 0.02,
                  place_timeout_s: float = 120.0, catalog: Any = None, models: str | None = None,
+                 warm: bool = True, warm_imports: Sequence[str] | None = None, warm_timeout_s: float = 180.0,
                  **launch_defaults: Any) -> None:
         if not (isinstance(time_scale, int | float) and time_scale > 0):
             raise InputError(f"time scale must be > 0, got {time_scale!r}", field="time_scale")
@@ -259,6 +340,22 @@ class RayExecutor:
         self._made_actors: list[Any] = []
         self.leftovers: list[str] = []
         """After :meth:`close`: what could not be confirmed gone (empty when everything is)."""
+        self.startups: list[dict[str, Any]] = []
+        """One row per attempt that started: where its start-up went, wall seconds (:func:`startup_phases`)."""
+        self.dispatch_s: dict[tuple[str, int], float] = {}
+        """Per (job, attempt): wall seconds from :meth:`launch` to Ray asked (warm: the GPUs' actors called; else
+        the placement group requested)."""
+        self._launch_t: dict[tuple[str, int], float] = {}
+        self.drains: list[float] = []
+        """Wall seconds from each revoke to its job's GPUs being free (checkpointed, or killed after the grace)."""
+        self.warm = warm and not self.defaults.get("runtime_env")
+        self.warm_imports = warm_imports
+        self.warm_timeout_s = warm_timeout_s
+        self._slots: dict[int, _Slot] = {}  # GPU → its placement group and warm actor (warm mode)
+        self._slot_job: dict[int, str] = {}  # GPU → the job whose attempt holds its warm actor
+        self._tokens = 0
+        self.warm_s: float | None = None
+        """Wall seconds :meth:`open` spent starting the warm actors (None: no pool)."""
 
     # ------------------------------------------------------------------ clock
     @property
@@ -291,12 +388,98 @@ class RayExecutor:
             self._ckpt_root = Path(tempfile.mkdtemp(prefix="ddlsched-ckpt-"))
             self._own_ckpt = True
         self._actor_cls = ray.remote(max_restarts=0, max_concurrency=4)(RankActor)
+        try:
+            self._start_slots(cluster)
+        except BaseException:
+            self.close()
+            raise
         if self.clock is None:
             self.clock = LiveClock(self._time_scale)
             self.clock.start()
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="ray-executor", daemon=True)
         self._thread.start()
+
+    # ------------------------------------------------------------------ warm slots
+    def _warm_modules(self) -> list[str]:
+        if self.warm_imports is not None:
+            return list(self.warm_imports)
+        entry = str(self.defaults.get("entrypoint") or PROFILE_JOB)
+        mods = ["ddlsched.job"] + ([entry.partition(":")[0]] if ":" in entry else [])
+        return mods if entry == PROFILE_JOB else [*mods, "torch", "torch.distributed"]
+
+    def _slot_actor(self, slot: _Slot) -> Any:
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        kw: dict[str, Any] = {"num_cpus": 0, "scheduling_strategy": PlacementGroupSchedulingStrategy(
+            slot.pg, placement_group_bundle_index=0)}
+        gres = self._server_gres[slot.server]
+        if gres == "GPU":
+            kw["num_gpus"] = 1  # Ray then sets CUDA_VISIBLE_DEVICES to this slot's GPU
+        else:
+            kw["resources"] = {gres: 1.0}
+        h = self._actor_cls.options(**kw).remote()
+        self._made_actors.append(h)
+        return h
+
+    def _start_slots(self, cluster: Cluster) -> None:
+        """Warm mode: one placement group per GPU slot (one bundle, pinned to its server, checked) holding one
+        rank actor that has imported the job's modules; waits until all are ready. A launch then runs on the
+        actors of the GPUs the policy chose, with nothing to place or start."""
+        if not self.warm:
+            return
+        from ray.util.placement_group import placement_group
+
+        t0 = time.monotonic()
+        free = self._ray.available_resources()
+        for gres in set(self._server_gres.values()):
+            need = sum(1 for g in range(cluster.num_gpus) if self._server_gres[server_name(cluster.gpu_server[g])]
+                       == gres)
+            if free.get(gres, 0.0) < need:
+                raise ConfigError(f"only {free.get(gres, 0.0):g} of the {need} {gres} slots the cluster file names "
+                                  "are free on the Ray cluster (another executor or Ray user holds the rest); a warm "
+                                  "executor holds every slot (pass warm=False to share the cluster)",
+                                  field="--executor-opt")
+        for g in range(cluster.num_gpus):
+            server = server_name(cluster.gpu_server[g])
+            pg = placement_group([{self._server_gres[server]: 1.0, server_resource(server): SERVER_SHARE}],
+                                 name=f"ddlsched-gpu{g}")
+            self._made_pgs.append(pg)
+            self._slots[g] = _Slot(g, server, pg)
+        ready, _ = self._ray.wait([sl.pg.ready() for sl in self._slots.values()], num_returns=len(self._slots),
+                                  timeout=self.warm_timeout_s)
+        if len(ready) < len(self._slots):
+            raise ConfigError(f"the Ray executor's {len(self._slots)} GPU slots were not placed within "
+                              f"{self.warm_timeout_s:g} s (another Ray user holds them?)", field="--executor-opt")
+        from ray.util.placement_group import placement_group_table
+
+        for sl in self._slots.values():
+            node = placement_group_table(sl.pg).get("bundles_to_node_id", {}).get(0, "")
+            if self._node_server.get(node) != sl.server:
+                raise ConfigError(f"GPU {sl.gpu}'s slot was placed on {self._node_server.get(node, node)}, not "
+                                  f"{sl.server}")
+        mods = self._warm_modules()
+        refs = []
+        for sl in self._slots.values():
+            sl.actor = self._slot_actor(sl)
+            refs.append(sl.actor.warm.remote(mods))
+        ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=self.warm_timeout_s)
+        if len(ready) < len(refs):
+            raise ConfigError(f"the Ray executor's {len(refs)} warm rank actors were not ready within "
+                              f"{self.warm_timeout_s:g} s (pass warm=False to start ranks per launch)",
+                              field="--executor-opt")
+        self._ray.get(refs)
+        self.warm_s = time.monotonic() - t0
+
+    def _replace(self, g: int) -> None:
+        """Kill GPU ``g``'s actor (its run failed, was killed or cancelled) and start a fresh one in its slot."""
+        sl = self._slots[g]
+        with contextlib.suppress(Exception):
+            self._ray.kill(sl.actor, no_restart=True)
+        sl.actor = None
+        if not self._stop.is_set():
+            sl.actor = self._slot_actor(sl)
+            sl.actor.warm.remote(self._warm_modules())  # runs before any later call: the next launch finds it warm
 
     def _gpu_res(self, res: Mapping[str, float]) -> str:
         if self.gpu_resource != "auto":
@@ -346,6 +529,7 @@ class RayExecutor:
             raise InputError(f"job {launch.job_id}: GPUs {launch.gpus} are not GPUs of cluster {c.name!r}")
         if len(set(launch.gpus)) != len(launch.gpus):
             raise InputError(f"job {launch.job_id}: GPUs {launch.gpus} repeat")
+        self._launch_t[(launch.job_id, launch.attempt)] = time.perf_counter()
         self._cmds.put(("launch", launch))
 
     def revoke(self, job_id: str, grace_s: float) -> None:
@@ -388,9 +572,19 @@ class RayExecutor:
             self._thread.join(timeout=60)
             self._thread = None
         if self._ray is not None and self._ray.is_initialized():
+            self._stop.set()  # no warm actor is replaced from here on
             for a in list(self._jobs.values()):
                 self._teardown(a)
             self._jobs.clear()
+            from ray.util.placement_group import remove_placement_group
+
+            for sl in self._slots.values():
+                with contextlib.suppress(Exception):
+                    if sl.actor is not None:
+                        self._ray.kill(sl.actor, no_restart=True)
+                with contextlib.suppress(Exception):
+                    remove_placement_group(sl.pg)
+            self._slots = {}
             self.leftovers = self._confirm_gone(timeout_s=20.0)
             if self._we_init:
                 self._ray.shutdown()
@@ -431,21 +625,24 @@ class RayExecutor:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            try:
-                while True:
-                    cmd = self._cmds.get_nowait()
-                    if cmd[0] == "stop":
-                        return
-                    with contextlib.suppress(Exception):  # e.g. revoking a rank that just died: its run() says so
-                        self._command(cmd)
+            try:  # wait for a command at most poll_s: a launch is carried out as soon as it arrives
+                cmd: tuple[Any, ...] | None = self._cmds.get(timeout=self.poll_s)
             except queue.Empty:
-                pass
+                cmd = None
+            while cmd is not None:
+                if cmd[0] == "stop":
+                    return
+                with contextlib.suppress(Exception):  # e.g. revoking a rank that just died: its run() says so
+                    self._command(cmd)
+                try:
+                    cmd = self._cmds.get_nowait()
+                except queue.Empty:
+                    cmd = None
             for a in list(self._jobs.values()):
                 try:
                     self._step(a)
                 except Exception as e:  # a bug or a Ray failure: the job fails, the executor goes on
                     self._finish(a, EventKind.FAILED, reason=f"executor error: {type(e).__name__}: {e}")
-            time.sleep(self.poll_s)
 
     def _command(self, cmd: tuple[Any, ...]) -> None:
         if cmd[0] == "launch":
@@ -458,6 +655,13 @@ class RayExecutor:
                 attempt = self._place(launch)
                 with self._jobs_lock:
                     self._jobs[launch.job_id] = attempt
+                if attempt.pooled:
+                    attempt.t_placed = time.time()
+                    self._spawn(attempt)
+                key = (launch.job_id, launch.attempt)  # Ray asked: the GPUs' actors called, or the group requested
+                t = self._launch_t.pop(key, None)
+                if t is not None:
+                    self.dispatch_s[key] = time.perf_counter() - t
             except Exception as e:
                 self._events.put(ExecEvent(EventKind.FAILED, launch.job_id, self.now(), launch.attempt,
                                            reason=f"cannot launch: {type(e).__name__}: {e}"))
@@ -473,9 +677,10 @@ class RayExecutor:
             if a.state in ("placing", "spawning"):  # nothing runs yet: its checkpoint is where it was
                 self._finish(a, EventKind.CHECKPOINTED, iterations=float(self._last_checkpoint(a)))
                 return
-            a.revoke_deadline = time.monotonic() + float(cmd[2]) / self.time_scale
+            a.t_revoke = time.monotonic()
+            a.revoke_deadline = a.t_revoke + float(cmd[2]) / self.time_scale
             for h in a.actors:
-                h.revoke.remote()
+                h.revoke.remote(a.token)
 
     def _options(self, launch: Launch) -> dict[str, Any]:
         return {**self.defaults, **launch.options}
@@ -504,10 +709,20 @@ class RayExecutor:
 
         c = self._require_open()
         servers = [server_name(c.gpu_server[g]) for g in launch.gpus]
-        bundles = [{self._server_gres[s]: 1.0, server_resource(s): SERVER_SHARE} for s in servers]
-        pg = placement_group(bundles, strategy="PACK", name=f"ddlsched-{launch.job_id}-{launch.attempt}")
-        self._made_pgs.append(pg)
         opts = self._options(launch)
+        pooled = bool(self._slots)
+        if pooled:  # the GPUs' warm actors: nothing to place
+            if opts.get("runtime_env"):
+                raise ConfigError("a launch with its own runtime_env needs the Ray executor with warm=False")
+            busy = {g: self._slot_job[g] for g in launch.gpus if g in self._slot_job}
+            if busy:
+                raise RuntimeError(f"GPU(s) busy: {', '.join(f'{g} with job {j}' for g, j in sorted(busy.items()))}")
+            pg = pg_ready = None
+        else:
+            bundles = [{self._server_gres[s]: 1.0, server_resource(s): SERVER_SHARE} for s in servers]
+            pg = placement_group(bundles, strategy="PACK", name=f"ddlsched-{launch.job_id}-{launch.attempt}")
+            self._made_pgs.append(pg)
+            pg_ready = pg.ready()
         entrypoint = str(opts.get("entrypoint") or PROFILE_JOB)
         assert self._ckpt_root is not None
         ckpt = Path(opts["checkpoint_dir"]) if opts.get("checkpoint_dir") else self._ckpt_root / launch.job_id
@@ -517,7 +732,12 @@ class RayExecutor:
                "WORLD_SIZE": str(len(launch.gpus))}
         if opts.get("checkpoint_every"):
             env["DDLSCHED_CHECKPOINT_EVERY"] = str(int(opts["checkpoint_every"]))
-        return _Attempt(launch, servers, ckpt, entrypoint, env, pg, pg.ready(), time.monotonic())
+        self._tokens += 1
+        if pooled:
+            for g in launch.gpus:
+                self._slot_job[g] = launch.job_id
+        return _Attempt(launch, servers, ckpt, entrypoint, env, pg, pg_ready, time.monotonic(), t_epoch=time.time(),
+                        token=f"{launch.job_id}#{launch.attempt}#{self._tokens}", pooled=pooled)
 
     def _step(self, a: _Attempt) -> None:
         ray = self._ray
@@ -528,6 +748,7 @@ class RayExecutor:
                     self._finish(a, EventKind.FAILED, reason=f"placement group not placed within "
                                  f"{self.place_timeout_s:g} s on servers {sorted(set(a.servers))}")
                 return
+            a.t_placed = time.time()
             wrong = self._check_placement(a)
             if wrong:
                 self._finish(a, EventKind.FAILED, reason=wrong)
@@ -543,6 +764,7 @@ class RayExecutor:
                 self._finish(a, EventKind.LOST, iterations=float(self._last_checkpoint(a)),
                              reason=f"a worker did not start: {type(e).__name__}: {e}")
                 return
+            a.t_spawned = time.time()
             self._run(a, infos)
         elif a.state in ("running", "failing"):
             self._watch(a)
@@ -562,6 +784,11 @@ class RayExecutor:
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         rt = self._options(a.launch).get("runtime_env")
+        if a.pooled:
+            a.actors = [self._slots[g].actor for g in a.launch.gpus]
+            a.info_refs = [h.node.remote() for h in a.actors]
+            a.state = "spawning"
+            return
         for r, s in enumerate(a.servers):
             gres = self._server_gres[s]
             kw: dict[str, Any] = {"num_cpus": 0, "scheduling_strategy": PlacementGroupSchedulingStrategy(
@@ -585,15 +812,17 @@ class RayExecutor:
             local = seen.get(a.servers[r], 0)
             seen[a.servers[r]] = local + 1
             env = {**a.env, "RANK": str(r), "LOCAL_RANK": str(local), "MASTER_ADDR": str(infos[0]["ip"]),
-                   "MASTER_PORT": str(infos[0]["port"])}
-            a.run_refs.append(h.run.remote(a.entrypoint, env))
+                   "MASTER_PORT": str(infos[0]["port"]),
+                   "DDLSCHED_PEERS": ",".join(f"{i['ip']}:{i['ring_port']}" for i in infos)}
+            a.run_refs.append(h.run.remote(a.entrypoint, env, a.token))
         a.state = "running"
         a.progress_wall = time.monotonic()
 
     def _watch(self, a: _Attempt) -> None:
         ray = self._ray
         now = time.monotonic()
-        if a.status_ref is None and now - a.status_wall >= min(self.report_every_s, 0.2):
+        every = min(self.report_every_s, 0.2) if a.started else 0.01  # catch the first step promptly: STARTED's time
+        if a.status_ref is None and now - a.status_wall >= every:
             a.status_ref = a.actors[0].status.remote()
             a.status_wall = now
         if a.status_ref is not None and ray.wait([a.status_ref], timeout=0)[0]:
@@ -621,7 +850,9 @@ class RayExecutor:
 
     def _absorb(self, a: _Attempt, st: Mapping[str, Any]) -> None:
         """Take a rank-0 status: STARTED once it resumed, PROGRESS (rate-limited) with the iteration time measured
-        between the rank's own reports."""
+        between the rank's own reports. A warm actor's status from before this attempt's run began is ignored."""
+        if st.get("token") != a.token:
+            return
         if st.get("checkpoint") is not None:
             a.checkpoint = max(a.checkpoint or 0, int(st["checkpoint"]))
         if st.get("started_from") is not None and not a.started:
@@ -629,6 +860,7 @@ class RayExecutor:
             a.iterations = a.progress_iter = a.started_from
             a.rank_wall = float(st.get("start_wall") or 0.0)
             a.progress_wall = time.monotonic()
+            self.startups.append(startup_phases(a, st))
             self._emit(a, EventKind.STARTED, iterations=float(a.started_from))
         if not a.started:
             return
@@ -686,18 +918,37 @@ class RayExecutor:
         return max(a.checkpoint or 0, on_disk or 0)
 
     def _finish(self, a: _Attempt, kind: EventKind, **kw: Any) -> None:
-        """Release the job's GPUs, then report (so the next launch on them finds them free)."""
-        self._teardown(a)
+        """Release the job's GPUs, then report (so the next launch on them finds them free). Warm actors whose run
+        returned cleanly (or that were revoked before running anything) stay in their slots; any other rank is
+        killed (and, warm, replaced)."""
+        clean = kind == EventKind.FINISHED or (kind == EventKind.CHECKPOINTED and not kw.get("killed")
+                                               and len(a.results) == len(a.actors))
+        ran_clean = clean and a.state == "running" and all(not isinstance(x, BaseException)
+                                                            for x in a.results.values())
+        never_ran = kind == EventKind.CHECKPOINTED and a.state in ("placing", "spawning")
+        self._teardown(a, reuse=ran_clean or never_ran)
+        if kind == EventKind.CHECKPOINTED and a.t_revoke:
+            self.drains.append(round(time.monotonic() - a.t_revoke, 4))
         with self._jobs_lock:
             self._jobs.pop(a.job_id, None)
         self._emit(a, kind, **kw)
 
-    def _teardown(self, a: _Attempt) -> None:
+    def _teardown(self, a: _Attempt, reuse: bool = False) -> None:
         from ray.util.placement_group import remove_placement_group
 
+        if a.pooled:
+            for g in a.launch.gpus:
+                if self._slot_job.get(g) == a.job_id:
+                    del self._slot_job[g]
+                    if not reuse:
+                        self._replace(g)
+            a.actors = []
+            a.state = "gone"
+            return
         for h in a.actors:
             with contextlib.suppress(Exception):
                 self._ray.kill(h, no_restart=True)
+        a.actors = []
         with contextlib.suppress(Exception):
             remove_placement_group(a.pg)
         a.state = "gone"

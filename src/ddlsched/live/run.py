@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -59,6 +59,10 @@ class LiveResult(SimResult):
     cancelled: list[dict[str, Any]] = field(default_factory=list)
     submitted: int = 0
     live: dict[str, Any] = field(default_factory=dict)
+    latency_samples: list[dict[str, Any]] = field(default_factory=list)
+    """One per launch that followed a finish: job_id, attempt, ``pending`` (jobs still queued), ``latency_s`` (the
+    finish → the launch handed to the executor) and, where the executor measures it, ``dispatched_s`` (the finish
+    → the executor's backend asked: for Ray, the GPUs' warm actors called or the placement group requested)."""
 
 
 def latency_stats(samples: Sequence[float]) -> dict[str, Any]:
@@ -171,6 +175,23 @@ class LiveRun:
             return self._snapshot()
 
     # ------------------------------------------------------------------ the loop
+    @staticmethod
+    def _latency_samples(model: LiveModel, dispatch: Any) -> list[dict[str, Any]]:
+        out = []
+        for (jid, attempt, pending), lat in zip(model.latency_launches, model.latency_s, strict=True):
+            row: dict[str, Any] = {"job_id": jid, "attempt": attempt, "pending": pending, "latency_s": round(lat, 6)}
+            d = dispatch.get((jid, attempt)) if isinstance(dispatch, Mapping) else None
+            if d is not None:
+                row["dispatched_s"] = round(lat + d, 6)
+            out.append(row)
+        return out
+
+    @staticmethod
+    def _dispatched(samples: list[dict[str, Any]]) -> dict[str, Any]:
+        """``sched_latency_dispatched`` where the executor measured its own hop (finish → backend asked)."""
+        d = [r["dispatched_s"] for r in samples if "dispatched_s" in r]
+        return {"sched_latency_dispatched": latency_stats(d)} if d else {}
+
     def run(self) -> LiveResult:
         """Run until every job is done (batch) or :meth:`stop` (serve); returns the result."""
         if self._state != "new":
@@ -195,6 +216,7 @@ class LiveRun:
                 self._answer_leftovers()
         wall = time.perf_counter() - wall0
         cpu = time.process_time() - cpu0
+        samples = self._latency_samples(model, getattr(executor, "dispatch_s", None))
         sys1 = _cpu_times()
         system_busy = None
         if sys0 is not None and sys1 is not None and sys1[1] > sys0[1]:
@@ -209,13 +231,14 @@ class LiveRun:
             "cpu_busy_system": system_busy,
             "cpu_cores": os.cpu_count(),
             "sched_latency": latency_stats(model.latency_s),
+            **self._dispatched(samples),
             "decision_latency": latency_stats(model.decision_s),
             "event_lag": latency_stats(model.event_lag_s),
             "checkpoint_grace_s": self.grace_s,
         }
         out = LiveResult(**{f: getattr(result, f) for f in SimResult.__dataclass_fields__},
                          failed=list(model.failed), cancelled=list(model.cancelled), submitted=self.submitted,
-                         live=live)
+                         live=live, latency_samples=samples)
         out.unfinished = list(result.unfinished) + model.never_arrived
         out.execution_model = model.name
         n = len(out.records) + len(out.rejected) + len(out.failed) + len(out.cancelled) + len(out.unfinished)
