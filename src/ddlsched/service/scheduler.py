@@ -91,12 +91,18 @@ def spec_of(row: dict[str, Any]) -> JobSpec:
                    weight=float(row["priority"]), source=f"api job {row['id']}")
 
 
-def never_fits(cluster: Cluster, catalog: ModelCatalog, gpus: int, model: str) -> str:
-    """Why a job can never run on this cluster (the engine's two reasons, same words), or ''."""
+def never_fits(cluster: Cluster, catalog: ModelCatalog, gpus: int, model: str,
+               fitting: dict[float, int] | None = None) -> str:
+    """Why a job can never run on this cluster (the engine's two reasons, same words), or ''. ``fitting``: a cache
+    of GPUs with at least so much memory (the cluster does not change)."""
     if gpus > cluster.num_gpus:
         return f"asks for {gpus} GPUs; the cluster has {cluster.num_gpus}"
     mem = catalog[model].mem_mb
-    fit = sum(1 for g in range(cluster.num_gpus) if cluster.gpu_mem_mb(g) >= mem)
+    fit = None if fitting is None else fitting.get(mem)
+    if fit is None:
+        fit = sum(1 for g in range(cluster.num_gpus) if cluster.gpu_mem_mb(g) >= mem)
+        if fitting is not None:
+            fitting[mem] = fit
     if fit < gpus:
         return f"asks for {gpus} GPUs with ≥ {mem:g} MB each; the cluster has {fit} GPUs that large"
     return ""
@@ -152,6 +158,7 @@ class Scheduler:
         self._busy_since = time.monotonic()
         self._t0 = time.monotonic()
         self._busy_lock = threading.Lock()
+        self._fitting: dict[float, int] = {}
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> Recovery:
@@ -305,7 +312,7 @@ class Scheduler:
 
     # ---------------------------------------------------------------- the API's requests
     def never_fits(self, gpus: int, model: str) -> str:
-        return never_fits(self.cluster, self.catalog, gpus, model)
+        return never_fits(self.cluster, self.catalog, gpus, model, self._fitting)
 
     def submit(self, row: dict[str, Any]) -> None:
         """Hand a stored job to the loop (a feeder passes it on; returns at once)."""
