@@ -327,7 +327,10 @@ class LiveModel(FluidModel):
             if ev.iter_s is not None and ev.iter_s > 0 and math.isfinite(ev.iter_s):
                 st.meas_iter_s = ev.iter_s
             self._show_measured(st)
-            self._emit("progress", st.job_id, {"iterations": st.prior + st.done_iters, "iter_s": ev.iter_s})
+            detail = {"iterations": st.prior + st.done_iters, "iter_s": ev.iter_s}
+            if ev.checkpoint is not None:  # the executor's last saved checkpoint (a service stores it)
+                detail["checkpoint"] = ev.checkpoint
+            self._emit("progress", st.job_id, detail)
         elif k is EventKind.FINISHED:
             self._complete(st, now)
         elif k is EventKind.FAILED:

@@ -100,6 +100,7 @@ class BodyLimit:
     def __init__(self, app: Any, limit: int) -> None:
         self.app = app
         self.limit = limit
+        self.state = getattr(app, "state", None)  # the wrapped app's (``state.committer``: the submission writer)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":

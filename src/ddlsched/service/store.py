@@ -11,6 +11,7 @@ by a newer schema; an older schema is migrated in one transaction.
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
@@ -164,6 +165,16 @@ def as_url(db: str) -> str:
     return db if "://" in db else f"sqlite:///{Path(db).resolve()}"
 
 
+def _iters(detail: dict[str, Any], key: str = "iterations") -> float | None:
+    """``detail[key]`` as a finite float, or None (absent, None, or not a number: the column is left as it is)."""
+    v = detail.get(key)
+    try:
+        f = float(v) if v is not None else None
+    except (TypeError, ValueError):
+        return None
+    return f if f is not None and math.isfinite(f) else None
+
+
 def _changed_columns(cur: dict[str, Any], kind: str, detail: dict[str, Any], at: float) -> dict[str, Any]:
     """The columns a change of ``kind`` sets on a job whose row is ``cur`` (not ended)."""
     spec = CHANGES.get(kind, Change())  # a kind the store does not know: an event row, no state change
@@ -180,12 +191,14 @@ def _changed_columns(cur: dict[str, Any], kind: str, detail: dict[str, Any], at:
         if cur["started_at"] is None:
             values["started_at"] = at
     elif kind == "progress":
-        values["done_iterations"] = float(detail.get("iterations", 0.0))
-        ckpt = detail.get("checkpoint")
-        if ckpt is not None and float(ckpt) > cur["checkpoint_iterations"]:
-            values["checkpoint_iterations"] = float(ckpt)
+        done = _iters(detail)
+        if done is not None:
+            values["done_iterations"] = done
+        ckpt = _iters(detail, "checkpoint")
+        if ckpt is not None and ckpt > cur["checkpoint_iterations"]:
+            values["checkpoint_iterations"] = ckpt
     elif kind in ("preempted", "lost"):
-        values["checkpoint_iterations"] = values["done_iterations"] = float(detail.get("iterations", 0.0))
+        values["checkpoint_iterations"] = values["done_iterations"] = _iters(detail) or 0.0
         values["gpus"] = ""
     elif kind == "recovered":
         if detail.get("was") == "running":
@@ -195,8 +208,9 @@ def _changed_columns(cur: dict[str, Any], kind: str, detail: dict[str, Any], at:
         values["cancel_requested"] = 1
     elif kind == "finished":
         values["gpus"] = ""
-        if "iterations" in detail:
-            values["done_iterations"] = float(detail["iterations"])
+        done = _iters(detail)
+        if done is not None:
+            values["done_iterations"] = done
     if kind in ("failed", "cancelled", "rejected"):
         values["gpus"] = ""
     return values
