@@ -92,7 +92,8 @@ def start(tmp: Path, args: argparse.Namespace) -> tuple[subprocess.Popen[bytes],
     tokens.write_text(json.dumps({"admin": ADMIN, "tenants": TENANTS}))
     tokens.chmod(0o600)
     log = (tmp / "serve.log").open("w+")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)}
     proc = subprocess.Popen([sys.executable, "-m", "ddlsched.cli", "serve", "--cluster", str(tmp / "cluster.yaml"),
                              "--policy", args.policy, "--db", str(tmp / "bench.db"), "--executor", "sim",
                              "--time-scale", str(args.time_scale), "--port", "0", "--tokens", str(tokens),
