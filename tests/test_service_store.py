@@ -206,3 +206,18 @@ def test_submit_many_refuses_duplicates_only(tmp_path: Path) -> None:
         assert [r["id"] for r in s.list()] == ["j1", "j2", "j3"] and [r["seq"] for r in s.list()] == [1, 2, 3]
     finally:
         s.close()
+
+
+def test_a_finished_job_has_done_its_iterations(tmp_path: Path) -> None:
+    s = JobStore(str(tmp_path / "a.db"))
+    try:
+        s.submit(row(1, iterations=500.0))
+        s.submit(row(2, iterations=None, duration_s=60.0))
+        for jid in ("j1", "j2"):
+            s.record(jid, "started", {"gpus": [0], "attempt": 1})
+            s.record(jid, "progress", {"iterations": 11.0})
+            s.record(jid, "finished", {"run_s": 5.0})
+        assert s.get("j1")["done_iterations"] == 500.0
+        assert s.get("j2")["done_iterations"] == 11.0  # asked for a duration: the last count reported stays
+    finally:
+        s.close()

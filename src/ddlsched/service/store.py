@@ -139,8 +139,8 @@ JOB_COLUMNS = tuple(c.name for c in jobs.columns)
 _INSERT_JOBS = insert(jobs)
 _INSERT_EVENTS = insert(events)
 _TAKEN_IDS = select(jobs.c.id).where(jobs.c.id.in_(bindparam("ids", expanding=True)))
-_CURRENTS = select(jobs.c.id, jobs.c.state, jobs.c.started_at, jobs.c.restarts,
-                   jobs.c.checkpoint_iterations).where(jobs.c.id.in_(bindparam("ids", expanding=True)))
+_CURRENTS = select(jobs.c.id, jobs.c.state, jobs.c.started_at, jobs.c.restarts, jobs.c.checkpoint_iterations,
+                   jobs.c.iterations).where(jobs.c.id.in_(bindparam("ids", expanding=True)))
 _UPDATE_JOB = update(jobs).where(jobs.c.id == bindparam("jid_"))  # SET: the columns the parameters name
 ID_CHUNK = 500
 """Most ids one duplicate check binds (SQLite allows 32,766 variables per statement)."""
@@ -209,8 +209,10 @@ def _changed_columns(cur: dict[str, Any], kind: str, detail: dict[str, Any], at:
     elif kind == "finished":
         values["gpus"] = ""
         done = _iters(detail)
+        if done is None:  # a finished job has done all it asked for (the live loop's report need not say)
+            done = cur["iterations"]
         if done is not None:
-            values["done_iterations"] = done
+            values["done_iterations"] = float(done)
     if kind in ("failed", "cancelled", "rejected"):
         values["gpus"] = ""
     return values
