@@ -40,6 +40,8 @@ racks:
       - {count: 32, gpus: 8, gpu_type: V100}
 """
 GPU_CHOICES = (1, 1, 2, 2, 4, 4, 8, 8, 16, 32)
+SLOW_S = 0.05
+"""A request slower than this (the p99 target) is listed by when it was sent (``slow_requests``)."""
 
 
 def metric(text: str, name: str) -> float:
@@ -55,7 +57,7 @@ def buckets(text: str) -> list[tuple[float, float]]:
 
 
 async def submit_all(url: str, bodies: list[dict[str, Any]], n_clients: int, lat: list[float],
-                     codes: dict[int, int]) -> None:
+                     codes: dict[int, int], slow: list[tuple[float, float]] | None = None) -> None:
     """``n_clients`` keep-alive HTTP/1.1 connections, each sending its share of the submissions one after another
     (a request waits for the previous answer), on raw asyncio streams: the client spends tens of microseconds of CPU
     per request, so the service, not the client, is what is measured (``client_cpu_ms_per_submission``)."""
@@ -77,13 +79,23 @@ async def submit_all(url: str, bodies: list[dict[str, Any]], n_clients: int, lat
                 head = await reader.readuntil(b"\r\n\r\n")
                 n = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
                 await reader.readexactly(n)
-                lat.append(time.perf_counter() - t0)
+                dt = time.perf_counter() - t0
+                lat.append(dt)
+                if slow is not None and dt > SLOW_S:
+                    slow.append((t0, dt))
                 code = int(head.split(b" ", 2)[1])
                 codes[code] = codes.get(code, 0) + 1
         finally:
             writer.close()
 
     await asyncio.gather(*(one(k) for k in range(n_clients)))
+
+
+def _per_second(ts: list[float]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for t in ts:
+        out[int(t)] = out.get(int(t), 0) + 1
+    return dict(sorted(out.items()))
 
 
 def start(tmp: Path, args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str, Any]:
@@ -196,6 +208,7 @@ def main() -> None:
 def run(proc: subprocess.Popen[bytes], url: str, bodies: list[dict[str, Any]], args: argparse.Namespace,
         passes: list[dict[str, Any]]) -> None:
     lat: list[float] = []
+    slow: list[tuple[float, float]] = []
     codes: dict[int, int] = {}
     samples: list[tuple[float, float, float, float, list[tuple[float, float]]]] = []
     stop = threading.Event()
@@ -213,11 +226,12 @@ def run(proc: subprocess.Popen[bytes], url: str, bodies: list[dict[str, Any]], a
                 stop.wait(0.5)
 
     def clients() -> None:
-        asyncio.run(submit_all(url, bodies, args.clients, lat, codes))
+        asyncio.run(submit_all(url, bodies, args.clients, lat, codes, slow))
 
     st = threading.Thread(target=sampler, daemon=True)
     st.start()
     t0 = time.monotonic()
+    p0 = time.perf_counter()
     cpu0 = cpu_s(proc.pid)
     me0 = time.process_time()
     clients()
@@ -260,6 +274,9 @@ def run(proc: subprocess.Popen[bytes], url: str, bodies: list[dict[str, Any]], a
         "client_cpu_ms_per_submission": round(1000 * client_cpu / len(bodies), 3),
         "load_average_1_5_15": os.getloadavg(),
         "executor_opts": args.executor_opt,
+        "slow_requests": {"over_ms": 1000 * SLOW_S, "count": len(slow),
+                          "per_second_sent": _per_second([t - p0 for t, _ in slow]),
+                          "slowest_at_s": [round(t - p0, 3) for t, _ in sorted(slow, key=lambda x: -x[1])[:10]]},
         "api_ms": {"p50": round(pct(0.5), 2), "p90": round(pct(0.9), 2), "p99": round(pct(0.99), 2),
                    "max": round(1000 * lat[-1], 2)},
         "all_ended_wall_s": round(drain_s, 2), "counts": counts,
