@@ -9,8 +9,8 @@ It owns the loop's thread and two kinds of helpers around it, so that an API req
 * **writer** (one thread): every ``JobChange`` the loop reports (``on_change``, in the loop's thread, in order) is
   queued and written in order, a batch per transaction (group commit). The API only reads the store, so it never
   shows a change before it is stored. ``progress`` reports (iteration counts, not changes of state) are kept at
-  most every ``progress_every_s`` wall seconds per job, or every ``checkpoint_every_s`` when they carry a newer
-  checkpoint (the executor's last saved iteration count; the store keeps it as ``checkpoint_iterations``).
+  most every ``progress_every_s`` wall seconds per job, or every ``checkpoint_progress_every_s`` when they carry a
+  newer checkpoint (the executor's last saved iteration count; the store keeps it as ``checkpoint_iterations``).
 
 Crash recovery (:meth:`Scheduler.start`): every job the store holds as ``queued`` or ``running`` is resubmitted, in
 submission order, before the API accepts anything: a queued job as it was; a running one from the iterations of its
@@ -128,7 +128,7 @@ class Scheduler:
     def __init__(self, store: JobStore, cluster: Cluster, policy: Policy, factory: RunFactory, *,
                  catalog: ModelCatalog, policy_name: str = "", policy_params: dict[str, Any] | None = None,
                  executor: str = "sim", time_scale: float = 1.0, progress_every_s: float = 2.0,
-                 checkpoint_every_s: float = 0.25, feeders: int = 32) -> None:
+                 checkpoint_progress_every_s: float = 0.25, feeders: int = 32) -> None:
         self.store = store
         self.cluster = cluster
         self.catalog = catalog
@@ -140,7 +140,7 @@ class Scheduler:
         self.executor = executor
         self.time_scale = time_scale
         self.progress_every_s = progress_every_s
-        self.checkpoint_every_s = checkpoint_every_s
+        self.checkpoint_progress_every_s = checkpoint_progress_every_s
         self._factory = factory
         self._run: LiveLoop | None = None
         self._thread: threading.Thread | None = None
@@ -243,13 +243,13 @@ class Scheduler:
 
     def _keep_progress(self, job_id: str, checkpoint: Any) -> bool:
         """Whether to store a progress report: at most one every ``progress_every_s`` wall seconds per job, but one
-        that carries a newer checkpoint than the job's last stored one as soon as ``checkpoint_every_s`` wall seconds
-        have passed since that job's last stored report (so that a restart resumes the job from a recent checkpoint
-        while the number of writes stays bounded)."""
+        that carries a newer checkpoint than the job's last stored one as soon as ``checkpoint_progress_every_s``
+        wall seconds have passed since that job's last stored report (so that a restart resumes the job from a recent
+        checkpoint while the number of writes stays bounded)."""
         now = time.monotonic()
         last = self._progress_at.get(job_id, -math.inf)
         newer = checkpoint is not None and checkpoint > self._checkpoint_at.get(job_id, 0.0)
-        if now - last < (self.checkpoint_every_s if newer else self.progress_every_s):
+        if now - last < (self.checkpoint_progress_every_s if newer else self.progress_every_s):
             return False
         self._progress_at[job_id] = now
         if newer:
