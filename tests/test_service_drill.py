@@ -1,6 +1,7 @@
 """Fault drill: ``ddlsched serve --executor sim`` is killed with SIGKILL at random moments (while submissions are in
 flight and jobs run) over 20+ restarts; afterwards every job the API acknowledged ends exactly once (completed,
-failed or cancelled), none is lost or duplicated, and no job ever ran twice at once."""
+failed or cancelled), none is lost or duplicated, no job ever ran twice at once, and a job running at a kill resumed
+from at least the last checkpoint the store had recorded for it (progress reports carry the twin's checkpoints)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from service_helpers import ALICE, BOB, Served, Zygote, auth, wait_for
 
 pytest.importorskip("ddlsched.live.run", reason="needs the live loop (issue-live)")
 KILLS = 20
-ARGS = ("--executor", "sim", "--time-scale", "2000")
+ARGS = ("--executor", "sim", "--time-scale", "2000", "--executor-opt", "checkpoint_every_s=60")
 
 
 def _submitter(url: str, ids: list[str], acked: set[str], stop: threading.Event, rng: random.Random) -> None:
@@ -87,7 +88,7 @@ def test_kill_9_at_random_points_loses_and_duplicates_nothing(tmp_path: Path) ->
         rows = {r["id"]: r for r in store.list(limit=-1)}
         assert set(rows) == set(ids), "a submission was lost or invented"
         assert acked <= set(rows)
-        restarted = 0
+        restarted = resumed_from_checkpoint = 0
         for jid, r in rows.items():
             evs = [e["kind"] for e in store.events(jid)]
             ends = [k for k in evs if k in ("finished", "failed", "cancelled", "rejected")]
@@ -100,10 +101,22 @@ def test_kill_9_at_random_points_loses_and_duplicates_nothing(tmp_path: Path) ->
                     running = True
                 elif k in ("preempted", "lost", "recovered", "finished", "failed", "cancelled"):
                     running = False
+            saved = 0.0  # the job's last checkpoint the store knew of: a restart resumes from there or later
+            for e in store.events(jid):
+                d = e["detail"]
+                if e["kind"] == "progress" and d.get("checkpoint") is not None:
+                    saved = max(saved, d["checkpoint"])
+                elif e["kind"] in ("preempted", "lost"):
+                    saved = max(saved, d["iterations"])
+                elif e["kind"] == "recovered" and d["was"] == "running":
+                    assert d["from_iterations"] >= saved, (jid, d, saved)
+                    resumed_from_checkpoint += d["from_iterations"] > 0
             restarted += r["restarts"]
         counts = store.counts()
         assert counts["completed"] + counts["failed"] + counts["cancelled"] == len(ids)
         assert restarted > 0, "no kill hit a running job: the drill tested no restart"
+        assert resumed_from_checkpoint > 0, "no restarted job had a stored checkpoint: resuming was not tested"
     finally:
         store.close()
-    print(f"drill: {KILLS} kills, {len(ids)} jobs, {time.monotonic() - t0:.1f} s")
+    print(f"drill: {KILLS} kills, {len(ids)} jobs, {restarted} restarts ({resumed_from_checkpoint} from a stored "
+          f"checkpoint > 0), {time.monotonic() - t0:.1f} s")

@@ -153,3 +153,71 @@ def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
         assert len({r["seq"] for r in s.list(limit=-1)}) == 200
     finally:
         s.close()
+
+
+def test_progress_checkpoints_raise_the_resume_point_only(tmp_path: Path) -> None:
+    """A progress report's ``checkpoint`` (the executor's last saved iteration count) becomes the job's
+    ``checkpoint_iterations`` (where a restart resumes it) when it is newer; an older or absent one changes nothing;
+    a report without a number leaves the iteration count as it was."""
+    s = JobStore(str(tmp_path / "a.db"))
+    try:
+        s.submit(row(1))
+        s.record("j1", "started", {"gpus": [0], "attempt": 1})
+        s.record("j1", "progress", {"iterations": 50.0, "checkpoint": 30.0})
+        assert s.get("j1")["checkpoint_iterations"] == 30.0 and s.get("j1")["done_iterations"] == 50.0
+        s.record_many([("j1", "progress", {"iterations": 70.0, "checkpoint": 20.0}, 1.0, 1.0),
+                       ("j1", "progress", {"iterations": 80.0}, 2.0, 2.0),
+                       ("j1", "progress", {"iterations": None, "checkpoint": 60.0}, 3.0, 3.0)])
+        r = s.get("j1")
+        assert r["checkpoint_iterations"] == 60.0 and r["done_iterations"] == 80.0
+        assert [e["kind"] for e in s.events("j1")].count("progress") == 4
+    finally:
+        s.close()
+
+
+def test_batched_changes_apply_in_order(tmp_path: Path) -> None:
+    """Several changes of one job in one batch end in the state of the last one; a change after the job ended is
+    not recorded (False) and the others of the batch are."""
+    s = JobStore(str(tmp_path / "a.db"))
+    try:
+        s.submit(row(1))
+        s.submit(row(2))
+        done = s.record_many([("j1", "started", {"gpus": [0, 1], "attempt": 1}, 0.0, 1.0),
+                              ("j2", "started", {"gpus": [2, 3], "attempt": 1}, 0.0, 1.0),
+                              ("j1", "finished", {}, 1.0, 2.0),
+                              ("j1", "cancelled", {}, 1.5, 2.5),
+                              ("j2", "preempted", {"iterations": 10.0}, 2.0, 3.0),
+                              ("nope", "started", {}, 2.0, 3.0)])
+        assert done == [True, True, True, False, True, False]
+        j1, j2 = s.get("j1"), s.get("j2")
+        assert (j1["state"], j1["gpus"], j1["started_at"], j1["ended_at"]) == ("completed", "", 1.0, 2.0)
+        assert (j2["state"], j2["gpus"], j2["checkpoint_iterations"]) == ("queued", "", 10.0)
+        assert [e["kind"] for e in s.events("j1")] == ["submitted", "started", "finished"]
+    finally:
+        s.close()
+
+
+def test_submit_many_refuses_duplicates_only(tmp_path: Path) -> None:
+    s = JobStore(str(tmp_path / "a.db"))
+    try:
+        s.submit(row(1))
+        out = s.submit_many([row(2), row(1), row(3), row(2)])
+        assert [type(o).__name__ for o in out] == ["dict", "DuplicateJob", "dict", "DuplicateJob"]
+        assert [r["id"] for r in s.list()] == ["j1", "j2", "j3"] and [r["seq"] for r in s.list()] == [1, 2, 3]
+    finally:
+        s.close()
+
+
+def test_a_finished_job_has_done_its_iterations(tmp_path: Path) -> None:
+    s = JobStore(str(tmp_path / "a.db"))
+    try:
+        s.submit(row(1, iterations=500.0))
+        s.submit(row(2, iterations=None, duration_s=60.0))
+        for jid in ("j1", "j2"):
+            s.record(jid, "started", {"gpus": [0], "attempt": 1})
+            s.record(jid, "progress", {"iterations": 11.0})
+            s.record(jid, "finished", {"run_s": 5.0})
+        assert s.get("j1")["done_iterations"] == 500.0
+        assert s.get("j2")["done_iterations"] == 11.0  # asked for a duration: the last count reported stays
+    finally:
+        s.close()

@@ -79,6 +79,7 @@ def serve(cluster: str, policy: str, policy_param: tuple[str, ...], db: str, exe
     sock = bind(host, port)
     store = open_store(db)
     sched: Any = None
+    app: Any = None
     try:
         sched = Scheduler(store, cl, pol, factory, catalog=catalog, policy_name=policy, policy_params=params,
                           executor=executor, time_scale=time_scale)
@@ -102,6 +103,8 @@ def serve(cluster: str, policy: str, policy_param: tuple[str, ...], db: str, exe
         with interrupts_raise():
             server.run(sockets=[sock])
     finally:
+        if app is not None:
+            app.state.committer.close()  # what the API accepted is stored (it stays open for the next start)
         if sched is not None:
             sched.stop()
         store.close()

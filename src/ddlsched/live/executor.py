@@ -61,6 +61,9 @@ class ExecEvent:
     killed: bool = False
     """CHECKPOINTED only: the job did not checkpoint within the grace period and was killed (work since its last
     checkpoint is lost; ``iterations`` is that checkpoint)."""
+    checkpoint: float | None = None
+    """PROGRESS only, where the executor knows it: the iterations of the job's last saved checkpoint (a service
+    stores it, so that a job running when the service dies resumes from there; docs/service.md)."""
 
 
 @dataclass(frozen=True, slots=True)

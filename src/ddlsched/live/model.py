@@ -259,7 +259,10 @@ class LiveModel(FluidModel):
                     core.heap.clear()  # only policy wake-ups are left, with nothing to decide: the run is over
                     return True
             timeout = 0.0 if (changed or wait <= 0) else min(wait, POLL_S)
-            clock.horizon_s = t_next
+            # a command just carried out (a submission arriving at the clock's now, a deferred cancel) is an instant
+            # t_next does not include: the twin must not move past the core's now before the core has handled it
+            # (else a job launched at that arrival starts at the twin's later time; the service's twin test)
+            clock.horizon_s = min(t_next, self.ctx.now) if changed else t_next
             if lock is not None:
                 lock.release()  # other threads may read a snapshot or queue commands while the loop waits
             try:
@@ -328,7 +331,10 @@ class LiveModel(FluidModel):
             if ev.iter_s is not None and ev.iter_s > 0 and math.isfinite(ev.iter_s):
                 st.meas_iter_s = ev.iter_s
             self._show_measured(st)
-            self._emit("progress", st.job_id, {"iterations": st.prior + st.done_iters, "iter_s": ev.iter_s})
+            detail = {"iterations": st.prior + st.done_iters, "iter_s": ev.iter_s}
+            if ev.checkpoint is not None:  # the executor's last saved checkpoint (a service stores it)
+                detail["checkpoint"] = ev.checkpoint
+            self._emit("progress", st.job_id, detail)
         elif k is EventKind.FINISHED:
             self._complete(st, now)
         elif k is EventKind.FAILED:

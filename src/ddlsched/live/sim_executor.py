@@ -237,12 +237,18 @@ class SimExecutor:
         since it began iterating), back-computed at its current rate."""
         if j.began is None:
             return
+        j.saved = self._saved_at(j, t, j.done)
+
+    def _saved_at(self, j: _Job, t: float, done: float) -> float:
+        """The iterations of ``j``'s last checkpoint before ``t`` when it has done ``done`` by ``t`` (no change)."""
+        if j.began is None:
+            return j.saved
         every = self.checkpoint_every_s
         k = math.floor((t - j.began) / every)
         if k < 1:
-            return  # none yet in this attempt: it resumes where it began
+            return j.saved  # none yet in this attempt: it resumes where it began
         tc = j.began + k * every
-        j.saved = max(j.saved, j.done - (t - tc) / j.iter_s)
+        return max(j.saved, done - (t - tc) / j.iter_s)
 
     def _push(self, t: float, kind: int, j: _Job, value: float = 0.0) -> None:
         self._seq += 1
@@ -319,7 +325,8 @@ class SimExecutor:
             t0, d0 = j.last_report
             iter_s = (t - t0) / (done - d0) if done > d0 else None
             j.last_report = (t, done)
-            self._emit(EventKind.PROGRESS, j, t, iterations=done, iter_s=iter_s)
+            self._emit(EventKind.PROGRESS, j, t, iterations=done, iter_s=iter_s,
+                       checkpoint=self._saved_at(j, t, done))
             self._push(t + self._report_every(), _REPORT, j)
         elif kind == _RELEASE:
             del self.jobs[j.job_id]

@@ -9,15 +9,16 @@ It owns the loop's thread and two kinds of helpers around it, so that an API req
 * **writer** (one thread): every ``JobChange`` the loop reports (``on_change``, in the loop's thread, in order) is
   queued and written in order, a batch per transaction (group commit). The API only reads the store, so it never
   shows a change before it is stored. ``progress`` reports (iteration counts, not changes of state) are kept at
-  most every ``progress_every_s`` wall seconds per job.
+  most every ``progress_every_s`` wall seconds per job, or every ``checkpoint_progress_every_s`` when they carry a
+  newer checkpoint (the executor's last saved iteration count; the store keeps it as ``checkpoint_iterations``).
 
 Crash recovery (:meth:`Scheduler.start`): every job the store holds as ``queued`` or ``running`` is resubmitted, in
 submission order, before the API accepts anything: a queued job as it was; a running one from the iterations of its
-last checkpoint (a preemption's or a lost worker's), recorded as a ``recovered`` event (``was: running``, a
-restart). The old process is gone (``kill -9`` ends the sim executor with it), so no job runs twice at once. A
-change the loop reported but the writer had not stored when the process died is simply redone: a job whose
-``finished`` was not stored runs again from its checkpoint and ends once. A job whose cancellation was requested but
-not yet reported is ended as cancelled.
+last stored checkpoint (a progress report's, a preemption's or a lost worker's), recorded as a ``recovered`` event
+(``was: running``, a restart). The old process is gone (``kill -9`` ends the sim executor with it), so no job runs
+twice at once. A change the loop reported but the writer had not stored when the process died is simply redone: a
+job whose ``finished`` was not stored runs again from its checkpoint and ends once. A job whose cancellation was
+requested but not yet reported is ended as cancelled.
 """
 
 from __future__ import annotations
@@ -91,12 +92,18 @@ def spec_of(row: dict[str, Any]) -> JobSpec:
                    weight=float(row["priority"]), source=f"api job {row['id']}")
 
 
-def never_fits(cluster: Cluster, catalog: ModelCatalog, gpus: int, model: str) -> str:
-    """Why a job can never run on this cluster (the engine's two reasons, same words), or ''."""
+def never_fits(cluster: Cluster, catalog: ModelCatalog, gpus: int, model: str,
+               fitting: dict[float, int] | None = None) -> str:
+    """Why a job can never run on this cluster (the engine's two reasons, same words), or ''. ``fitting``: a cache
+    of GPUs with at least so much memory (the cluster does not change)."""
     if gpus > cluster.num_gpus:
         return f"asks for {gpus} GPUs; the cluster has {cluster.num_gpus}"
     mem = catalog[model].mem_mb
-    fit = sum(1 for g in range(cluster.num_gpus) if cluster.gpu_mem_mb(g) >= mem)
+    fit = None if fitting is None else fitting.get(mem)
+    if fit is None:
+        fit = sum(1 for g in range(cluster.num_gpus) if cluster.gpu_mem_mb(g) >= mem)
+        if fitting is not None:
+            fitting[mem] = fit
     if fit < gpus:
         return f"asks for {gpus} GPUs with ≥ {mem:g} MB each; the cluster has {fit} GPUs that large"
     return ""
@@ -121,7 +128,7 @@ class Scheduler:
     def __init__(self, store: JobStore, cluster: Cluster, policy: Policy, factory: RunFactory, *,
                  catalog: ModelCatalog, policy_name: str = "", policy_params: dict[str, Any] | None = None,
                  executor: str = "sim", time_scale: float = 1.0, progress_every_s: float = 2.0,
-                 feeders: int = 32) -> None:
+                 checkpoint_progress_every_s: float = 0.25, feeders: int = 32) -> None:
         self.store = store
         self.cluster = cluster
         self.catalog = catalog
@@ -133,6 +140,7 @@ class Scheduler:
         self.executor = executor
         self.time_scale = time_scale
         self.progress_every_s = progress_every_s
+        self.checkpoint_progress_every_s = checkpoint_progress_every_s
         self._factory = factory
         self._run: LiveLoop | None = None
         self._thread: threading.Thread | None = None
@@ -140,7 +148,8 @@ class Scheduler:
         self.error: BaseException | None = None
         self.result: Any = None
         self.started_at = time.time()
-        self._progress_at: dict[str, float] = {}
+        self._progress_at: dict[str, float] = {}  # job → when its last progress report was kept (monotonic)
+        self._checkpoint_at: dict[str, float] = {}  # job → the checkpoint (iterations) of that report
         self._inbox: queue.Queue[Any] = queue.Queue()
         self._n_feeders = feeders
         self._feeders: list[threading.Thread] = []
@@ -152,6 +161,7 @@ class Scheduler:
         self._busy_since = time.monotonic()
         self._t0 = time.monotonic()
         self._busy_lock = threading.Lock()
+        self._fitting: dict[float, int] = {}
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> Recovery:
@@ -219,18 +229,32 @@ class Scheduler:
         kind = ch.kind
         if self._stopping and kind == "cancelled":
             return  # the loop ending its jobs at stop(): they stay open and resume at the next start
-        if kind == "progress":  # not a change of state: kept at most every progress_every_s per job
-            now = time.monotonic()
-            if now - self._progress_at.get(ch.job_id, -math.inf) < self.progress_every_s:
+        if kind == "progress":  # not a change of state: see keep_progress
+            if not self._keep_progress(ch.job_id, (ch.detail or {}).get("checkpoint")):
                 return
-            self._progress_at[ch.job_id] = now
         elif kind in ENDS:
             self._progress_at.pop(ch.job_id, None)
+            self._checkpoint_at.pop(ch.job_id, None)
         detail = dict(ch.detail or {})
         if "gpus" in detail:
             detail["gpus"] = [int(g) for g in detail["gpus"]]
         self._account(ch.job_id, kind, detail)
         self._changes.put((ch.job_id, kind, detail, float(ch.time_s), time.time()))
+
+    def _keep_progress(self, job_id: str, checkpoint: Any) -> bool:
+        """Whether to store a progress report: at most one every ``progress_every_s`` wall seconds per job, but one
+        that carries a newer checkpoint than the job's last stored one as soon as ``checkpoint_progress_every_s``
+        wall seconds have passed since that job's last stored report (so that a restart resumes the job from a recent
+        checkpoint while the number of writes stays bounded)."""
+        now = time.monotonic()
+        last = self._progress_at.get(job_id, -math.inf)
+        newer = checkpoint is not None and checkpoint > self._checkpoint_at.get(job_id, 0.0)
+        if now - last < (self.checkpoint_progress_every_s if newer else self.progress_every_s):
+            return False
+        self._progress_at[job_id] = now
+        if newer:
+            self._checkpoint_at[job_id] = float(checkpoint)
+        return True
 
     def _write_loop(self) -> None:
         """Store the queued changes in order, a batch per transaction; a full store is retried (nothing dropped)."""
@@ -305,7 +329,7 @@ class Scheduler:
 
     # ---------------------------------------------------------------- the API's requests
     def never_fits(self, gpus: int, model: str) -> str:
-        return never_fits(self.cluster, self.catalog, gpus, model)
+        return never_fits(self.cluster, self.catalog, gpus, model, self._fitting)
 
     def submit(self, row: dict[str, Any]) -> None:
         """Hand a stored job to the loop (a feeder passes it on; returns at once)."""

@@ -11,6 +11,7 @@ by a newer schema; an older schema is migrated in one transaction.
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
@@ -31,6 +32,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    bindparam,
     create_engine,
     event,
     func,
@@ -132,6 +134,18 @@ CHANGES: dict[str, Change] = {
 :meth:`JobStore.submit`)."""
 
 
+JOB_COLUMNS = tuple(c.name for c in jobs.columns)
+# The hot path's statements, built once with bound parameters (SQLAlchemy compiles each once and caches it)
+_INSERT_JOBS = insert(jobs)
+_INSERT_EVENTS = insert(events)
+_TAKEN_IDS = select(jobs.c.id).where(jobs.c.id.in_(bindparam("ids", expanding=True)))
+_CURRENTS = select(jobs.c.id, jobs.c.state, jobs.c.started_at, jobs.c.restarts, jobs.c.checkpoint_iterations,
+                   jobs.c.iterations).where(jobs.c.id.in_(bindparam("ids", expanding=True)))
+_UPDATE_JOB = update(jobs).where(jobs.c.id == bindparam("jid_"))  # SET: the columns the parameters name
+ID_CHUNK = 500
+"""Most ids one duplicate check binds (SQLite allows 32,766 variables per statement)."""
+
+
 def _is_full(e: DBAPIError) -> bool:
     msg = str(e.orig).lower()
     return "disk is full" in msg or "database or disk is full" in msg or "no space left" in msg \
@@ -149,6 +163,59 @@ def sqlite_path(url: str) -> Path | None:
 def as_url(db: str) -> str:
     """``--db``: a database URL, or a file path (SQLite)."""
     return db if "://" in db else f"sqlite:///{Path(db).resolve()}"
+
+
+def _iters(detail: dict[str, Any], key: str = "iterations") -> float | None:
+    """``detail[key]`` as a finite float, or None (absent, None, or not a number: the column is left as it is)."""
+    v = detail.get(key)
+    try:
+        f = float(v) if v is not None else None
+    except (TypeError, ValueError):
+        return None
+    return f if f is not None and math.isfinite(f) else None
+
+
+def _changed_columns(cur: dict[str, Any], kind: str, detail: dict[str, Any], at: float) -> dict[str, Any]:
+    """The columns a change of ``kind`` sets on a job whose row is ``cur`` (not ended)."""
+    spec = CHANGES.get(kind, Change())  # a kind the store does not know: an event row, no state change
+    values: dict[str, Any] = {}
+    if spec.state is not None:
+        values["state"] = spec.state
+        if spec.state in TERMINAL:
+            values["ended_at"] = at
+    if kind in ("rejected", "failed"):
+        values["reason"] = str(detail.get("reason", ""))
+    elif kind == "started":
+        values["gpus"] = ",".join(str(g) for g in detail.get("gpus", ()))
+        values["attempts"] = int(detail.get("attempt", 0))
+        if cur["started_at"] is None:
+            values["started_at"] = at
+    elif kind == "progress":
+        done = _iters(detail)
+        if done is not None:
+            values["done_iterations"] = done
+        ckpt = _iters(detail, "checkpoint")
+        if ckpt is not None and ckpt > cur["checkpoint_iterations"]:
+            values["checkpoint_iterations"] = ckpt
+    elif kind in ("preempted", "lost"):
+        values["checkpoint_iterations"] = values["done_iterations"] = _iters(detail) or 0.0
+        values["gpus"] = ""
+    elif kind == "recovered":
+        if detail.get("was") == "running":
+            values["restarts"] = cur["restarts"] + 1
+        values["gpus"] = ""
+    elif kind == "cancel_requested":
+        values["cancel_requested"] = 1
+    elif kind == "finished":
+        values["gpus"] = ""
+        done = _iters(detail)
+        if done is None:  # a finished job has done all it asked for (the live loop's report need not say)
+            done = cur["iterations"]
+        if done is not None:
+            values["done_iterations"] = float(done)
+    if kind in ("failed", "cancelled", "rejected"):
+        values["gpus"] = ""
+    return values
 
 
 class JobStore:
@@ -299,74 +366,91 @@ class JobStore:
 
     def submit(self, job: dict[str, Any], *, at: float | None = None) -> dict[str, Any]:
         """Insert a new job (state ``queued``) and its ``submitted`` event; returns the stored row."""
+        out = self.submit_many([job], at=at)[0]
+        if isinstance(out, DuplicateJob):
+            raise out
+        return out
+
+    def submit_many(self, batch: list[dict[str, Any]], *,
+                    at: float | None = None) -> list[dict[str, Any] | DuplicateJob]:
+        """Insert several new jobs in one transaction (all or none: :class:`StoreFull` leaves no row). Returns, per
+        job in order, its stored row, or a :class:`DuplicateJob` (an id already stored or earlier in the batch:
+        that job is not written, the others are)."""
         at = time.time() if at is None else at
         try:
             with self._write() as c:  # the lock is held until the commit: ``seq`` is taken and advanced under it
-                seq = self._seq + 1
-                row = {"seq": seq, "state": "queued", "reason": "", "submitted_at": at, "done_iterations": 0.0,
-                       "checkpoint_iterations": 0.0, "attempts": 0, "restarts": 0, "gpus": "",
-                       "cancel_requested": 0, "started_at": None, "ended_at": None, **job}
-                c.execute(insert(jobs).values(**row))
-                c.execute(insert(events).values(job_id=row["id"], at=at, run_s=None, kind="submitted",
-                                                detail=json.dumps({k: job[k] for k in sorted(job) if k != "id"})))
+                ids = [j["id"] for j in batch]
+                taken: set[str] = set()
+                for k in range(0, len(ids), ID_CHUNK):
+                    taken.update(c.execute(_TAKEN_IDS, {"ids": ids[k:k + ID_CHUNK]}).scalars())
+                seq = self._seq
+                out: list[dict[str, Any] | DuplicateJob] = []
+                rows: list[dict[str, Any]] = []
+                evs: list[dict[str, Any]] = []
+                for job in batch:
+                    if job["id"] in taken:
+                        out.append(DuplicateJob(f"job {job['id']!r} already exists"))
+                        continue
+                    taken.add(job["id"])
+                    seq += 1
+                    full = {"seq": seq, "state": "queued", "reason": "", "submitted_at": at, "done_iterations": 0.0,
+                            "checkpoint_iterations": 0.0, "attempts": 0, "restarts": 0, "gpus": "",
+                            "cancel_requested": 0, "started_at": None, "ended_at": None, **job}
+                    row = {k: full.get(k) for k in JOB_COLUMNS}
+                    rows.append(row)
+                    evs.append({"job_id": row["id"], "at": at, "run_s": None, "kind": "submitted",
+                                "detail": json.dumps({k: job[k] for k in sorted(job) if k != "id"})})
+                    out.append(row)
+                if rows:
+                    c.execute(_INSERT_JOBS, rows)
+                    c.execute(_INSERT_EVENTS, evs)
                 self._committed = lambda: setattr(self, "_seq", seq)
-        except IntegrityError:
-            raise DuplicateJob(f"job {job['id']!r} already exists") from None
-        return row
+        except IntegrityError:  # another writer of a shared database (PostgreSQL) took one of these ids meanwhile
+            if len(batch) == 1:
+                return [DuplicateJob(f"job {batch[0]['id']!r} already exists")]
+            return [r for j in batch for r in self.submit_many([j], at=at)]
+        return out
 
     def record(self, job_id: str, kind: str, detail: dict[str, Any] | None = None, *, run_s: float | None = None,
                at: float | None = None) -> bool:
         """Record one state change (an event row and the job's new columns, together). Returns False (nothing
         written) when the job is unknown or already ended."""
-        with self._write() as c:
-            return self._apply(c, job_id, kind, detail or {}, run_s, time.time() if at is None else at)
+        return self.record_many([(job_id, kind, detail or {}, run_s, time.time() if at is None else at)])[0]
 
     def record_many(self, changes: list[tuple[str, str, dict[str, Any], float | None, float]]) -> list[bool]:
-        """Several changes ``(job_id, kind, detail, run_s, at)`` in order, in one transaction (all or none)."""
+        """Several changes ``(job_id, kind, detail, run_s, at)`` in order, in one transaction (all or none); per
+        change, whether it was recorded (False: the job is unknown or had already ended). The jobs' rows are read
+        once, the changes applied to them in order in memory, and each job's row written once with its final
+        values; the event rows are inserted together, in order."""
         with self._write() as c:
-            return [self._apply(c, *ch) for ch in changes]
-
-    @staticmethod
-    def _apply(c: Connection, job_id: str, kind: str, detail: dict[str, Any], run_s: float | None,
-               at: float) -> bool:
-        spec = CHANGES.get(kind, Change())  # a kind the store does not know: an event row, no state change
-        cur = c.execute(select(jobs.c.state, jobs.c.started_at).where(jobs.c.id == job_id)).first()
-        if cur is None or cur.state in TERMINAL:
-            return False
-        values: dict[str, Any] = {}
-        if spec.state is not None:
-            values["state"] = spec.state
-            if spec.state in TERMINAL:
-                values["ended_at"] = at
-        if kind in ("rejected", "failed"):
-            values["reason"] = str(detail.get("reason", ""))
-        elif kind == "started":
-            values["gpus"] = ",".join(str(g) for g in detail.get("gpus", ()))
-            values["attempts"] = int(detail.get("attempt", 0))
-            if cur.started_at is None:
-                values["started_at"] = at
-        elif kind == "progress":
-            values["done_iterations"] = float(detail.get("iterations", 0.0))
-        elif kind in ("preempted", "lost"):
-            values["checkpoint_iterations"] = values["done_iterations"] = float(detail.get("iterations", 0.0))
-            values["gpus"] = ""
-        elif kind == "recovered":
-            if detail.get("was") == "running":
-                values["restarts"] = jobs.c.restarts + 1
-            values["gpus"] = ""
-        elif kind == "cancel_requested":
-            values["cancel_requested"] = 1
-        elif kind == "finished":
-            values["gpus"] = ""
-            if "iterations" in detail:
-                values["done_iterations"] = float(detail["iterations"])
-        if kind in ("failed", "cancelled", "rejected"):
-            values["gpus"] = ""
-        if values:
-            c.execute(update(jobs).where(jobs.c.id == job_id).values(**values))
-        c.execute(insert(events).values(job_id=job_id, at=at, run_s=run_s, kind=kind,
-                                        detail=json.dumps(detail, default=str, sort_keys=True)))
-        return True
+            ids = list(dict.fromkeys(ch[0] for ch in changes))
+            cur: dict[str, dict[str, Any]] = {}
+            for k in range(0, len(ids), ID_CHUNK):
+                for r in c.execute(_CURRENTS, {"ids": ids[k:k + ID_CHUNK]}):
+                    cur[r.id] = dict(r._mapping)
+            merged: dict[str, dict[str, Any]] = {}
+            evs: list[dict[str, Any]] = []
+            done: list[bool] = []
+            for job_id, kind, detail, run_s, at in changes:
+                row = cur.get(job_id)
+                if row is None or row["state"] in TERMINAL:
+                    done.append(False)
+                    continue
+                values = _changed_columns(row, kind, detail, at)
+                row.update(values)
+                merged.setdefault(job_id, {}).update(values)
+                evs.append({"job_id": job_id, "at": at, "run_s": run_s, "kind": kind,
+                            "detail": json.dumps(detail, default=str, sort_keys=True)})
+                done.append(True)
+            by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+            for job_id, values in merged.items():
+                if values:
+                    by_columns.setdefault(tuple(sorted(values)), []).append({"jid_": job_id, **values})
+            for params in by_columns.values():
+                c.execute(_UPDATE_JOB, params)
+            if evs:
+                c.execute(_INSERT_EVENTS, evs)
+            return done
 
     # ---------------------------------------------------------------- reads
     def get(self, job_id: str) -> dict[str, Any] | None:

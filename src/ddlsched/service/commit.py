@@ -1,0 +1,114 @@
+"""Group commit of submissions: the jobs that concurrent requests submit while one transaction is being written are
+written together in the next one (:meth:`JobStore.submit_many`), and each request is answered only after the
+transaction holding its own job has committed. One transaction (and one commit) serves many submissions, so the
+store's per-submission cost falls as the load rises, and the crash guarantee is unchanged: a 201 means the job's
+row is in the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from collections import defaultdict
+from collections.abc import Callable
+from contextlib import suppress
+from typing import Any
+
+from ddlsched.service.store import JobStore
+
+log = logging.getLogger("ddlsched.service")
+MAX_BATCH = 1000
+"""Most submissions one transaction writes."""
+
+_STOP = object()
+
+
+class GroupCommit:
+    """One writer thread that stores queued submissions in batches (see the module docstring)."""
+
+    def __init__(self, store: JobStore, on_stored: Callable[[dict[str, Any]], None] | None = None, *,
+                 max_batch: int = MAX_BATCH) -> None:
+        self.store = store
+        self.on_stored = on_stored
+        """Called with each stored row after its commit, in the writer's thread, in submission order (the service
+        hands the job to the scheduling loop there, so a request whose client went away still gets its job run)."""
+        self.max_batch = max_batch
+        self.batches = 0
+        self.jobs = 0
+        self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="ddlsched-submit-writer", daemon=True)
+        self._thread.start()
+
+    async def submit(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Store ``job`` (with the others queued meanwhile); returns its stored row once committed, or raises what
+        :meth:`JobStore.submit` raises (``DuplicateJob``, ``StoreFull``, …)."""
+        if self._closed:
+            raise RuntimeError("the submission writer is closed")
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self._q.put((job, loop, fut))
+        return await fut
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Store what is queued, then end the thread."""
+        if not self._closed:
+            self._closed = True
+            self._q.put(_STOP)
+        self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        while True:
+            first = self._q.get()
+            if first is _STOP:
+                return
+            batch = [first]
+            stop = False
+            while len(batch) < self.max_batch:
+                try:
+                    nxt = self._q.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is _STOP:
+                    stop = True
+                    break
+                batch.append(nxt)
+            try:
+                results: list[Any] = list(self.store.submit_many([job for job, _, _ in batch]))
+            except BaseException as e:  # nothing of this batch was written: every request gets the error
+                if not isinstance(e, Exception):
+                    log.exception("storing %d submissions failed", len(batch))
+                results = [e] * len(batch)
+            else:
+                self.batches += 1
+                self.jobs += len(batch)
+                if self.on_stored is not None:
+                    for res in results:
+                        if isinstance(res, dict):
+                            try:
+                                self.on_stored(res)
+                            except Exception:  # stored all the same: a restarted service resumes it
+                                log.exception("handing stored job %s on failed", res.get("id"))
+            by_loop: dict[Any, list[tuple[asyncio.Future[Any], Any]]] = defaultdict(list)
+            for (_, loop, fut), res in zip(batch, results, strict=True):
+                by_loop[loop].append((fut, res))
+            for loop, answers in by_loop.items():  # one wake-up of each event loop per batch
+                with suppress(RuntimeError):  # a closed loop: nobody waits for these answers any more
+                    loop.call_soon_threadsafe(_answer, answers)
+            if stop:
+                return
+
+
+def _answer(answers: list[tuple[asyncio.Future[Any], Any]]) -> None:
+    for fut, res in answers:
+        if fut.done():  # the request was cancelled (client gone); its job is stored all the same
+            continue
+        if isinstance(res, BaseException):
+            fut.set_exception(res)
+        else:
+            fut.set_result(res)
+
+
+__all__ = ["MAX_BATCH", "GroupCommit"]
