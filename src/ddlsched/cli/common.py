@@ -136,6 +136,10 @@ def mapping_options(f: Any) -> Any:
         click.option("--gpus-from", default=None, metavar="COLUMN:KEY|COLUMN~REGEX",
                      help="generic_csv: read the GPU count from a column's text, e.g. AllocTRES:gres/gpu "
                           "(key=value list) or 'Gres~gpu:(\\d+)'."),
+        click.option("--missing", default=None, metavar="VALUE,...",
+                     help="generic_csv: values that mean 'no value' besides an empty field (case-insensitive; "
+                          "default unknown,none,null,n/a,na,nan,<none>; '' for none). Missing in a required field "
+                          "is an error, in model/batch_size/user/gpu_type the field is absent."),
         click.option("--models", "models", type=click.Path(dir_okay=False), default=None, metavar="FILE.csv",
                      help="Extra model profiles (name,grad_mb,compute_ms,fw_ms,bw_ms,batch_size,mem_mb,source)."),
         click.option("--unknown-models", type=click.Choice(list(UNKNOWN_MODEL_RULES)), default=None,
@@ -217,7 +221,7 @@ def load_options(kw: dict[str, Any]) -> dict[str, Any]:
                              field="--tenant-column")
         cols["user"] = kw["tenant_column"]
     for key in ("time_unit", "duration_unit", "gpu_unit", "fractional_gpus", "unknown_models", "states",
-                "gpus_from"):
+                "gpus_from", "missing"):
         if kw.get(key) is not None:
             opts[key] = kw[key]
     return opts

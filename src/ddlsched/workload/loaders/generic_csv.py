@@ -16,6 +16,11 @@ NAME leaves the field unmapped). Fields left out are looked up under the common 
 * Without ``job_id`` ids are ``<stem>-<n>`` (n = data row, from 0); without ``arrival`` every job arrives at 0;
   without ``model`` one is assigned by hash(seed, job_id); ``gpu_type`` is kept on the job (and checked
   against ``gpu_types`` when the cluster is known).
+* Missing values: an empty field, or one of ``missing`` (``--missing``; default :data:`MISSING_DEFAULT`,
+  compared case-insensitively: ``Unknown``, ``None``, ``N/A``, ...). In a required field (``job_id``, the GPU
+  count, the times the run time and arrival are read from) a missing value is a located error naming file, line
+  and field (skipped and counted under ``skip_invalid``); in an optional one (``model``, ``batch_size``,
+  ``user``, ``gpu_type``) it means the field is absent for that job.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -70,6 +75,29 @@ FIELDS = tuple(SYNONYMS)
 GPU_UNITS: dict[str, float] = {"gpus": 1.0, "milli": 1000.0, "percent": 100.0}
 """``gpu_unit`` choices: what one unit of the ``num_gpus`` column is (value / divisor = GPUs)."""
 FRACTIONAL_RULES = ("ceil", "error")
+
+MISSING_DEFAULT = ("unknown", "none", "null", "n/a", "na", "nan", "<none>")
+"""Values that mean "no value" besides the empty field (``--missing`` replaces them; compared lower-case):
+what Slurm (``Unknown``, ``None``), kubectl (``<none>``) and spreadsheet or pandas exports write."""
+OPTIONAL_FIELDS = ("model", "batch_size", "user", "gpu_type")
+"""Fields whose missing value means "absent" (every other mapped field is required)."""
+
+
+def parse_missing(missing: str | Iterable[str] | None) -> frozenset[str]:
+    """The missing-value set (lower case, always with the empty value) from ``--missing`` (comma-separated
+    values; ``""`` for only the empty field) or a list; :data:`MISSING_DEFAULT` when None."""
+    if missing is None:
+        items: Iterable[str] = MISSING_DEFAULT
+    elif isinstance(missing, str):
+        items = missing.split(",")
+    else:
+        items = missing
+    out = set()
+    for v in items:
+        if not isinstance(v, str):
+            raise InputError(f"missing: {v!r} is not a text value (--missing)", field="missing")
+        out.add(v.strip().lower())
+    return frozenset(out | {""})
 
 
 @dataclass(frozen=True)
@@ -147,6 +175,15 @@ def resolve_columns(header: list[str], columns: Mapping[str, str] | None) -> dic
     return {f: out[f] for f in FIELDS if f in out}
 
 
+def required(r: Row, name: str, missing: frozenset[str]) -> str:
+    """The value of a required column, or a located error when it is missing (empty or a ``--missing`` value)."""
+    v = r.raw(name)
+    if v.lower() in missing:
+        raise r.error(("empty value" if not v else f"missing value {short(v)}") + " in a required field "
+                      "(--skip-invalid skips such rows)", name)
+    return v
+
+
 def _flag_hint(field: str) -> str:
     return f"map one with --column {field}=NAME (columns={{'{field}': NAME}} in Python)"
 
@@ -181,12 +218,13 @@ class _Parsed:
 class _TimeColumn:
     """One time column: remembers whether its values are relative or absolute, and their time zone state."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, missing: frozenset[str]) -> None:
         self.name = name
+        self.missing = missing
         self.first: tuple[int, TimeValue] | None = None
 
     def parse(self, r: Row) -> TimeValue:
-        v = r.text(self.name)
+        v = required(r, self.name, self.missing)
         try:
             tv = parse_time(v)
         except ValueError as e:
@@ -250,10 +288,12 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
                      model_mix: Mapping[str, float] | None = None, gpu_unit: str = "gpus",
                      fractional_gpus: str = "ceil", gpu_types: Collection[str] | None = None,
                      unknown_models: str = "error", catalog: ModelCatalog | None = None,
-                     gpus_from: str | None = None) -> Trace:
+                     gpus_from: str | None = None, missing: str | Iterable[str] | None = None) -> Trace:
     """Load a CSV described by ``columns`` (see the module docstring for every rule). ``gpus_from``
-    (``--gpus-from``, :class:`GpusFrom`) reads the GPU count out of a column's text."""
+    (``--gpus-from``, :class:`GpusFrom`) reads the GPU count out of a column's text; ``missing``
+    (``--missing``, :func:`parse_missing`) lists the values that mean "no value"."""
     p = check_file(path)
+    miss = parse_missing(missing)
     expr = GpusFrom.parse(gpus_from) if gpus_from is not None else None
     if expr is not None:
         if columns and str(columns.get("num_gpus", expr.column) or expr.column) != expr.column:
@@ -282,7 +322,7 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
             plan = None
         fast = None if plan is None else _load_fast(p, b, plan, read[1], t_factor=t_factor, d_factor=d_factor,
                                                     gpu_unit=gpu_unit, fractional_gpus=fractional_gpus,
-                                                    gpu_types=gpu_types)
+                                                    gpu_types=gpu_types, missing=miss)
         if fast is not None:
             return fast
     b = builder()
@@ -295,8 +335,15 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
     if expr is not None:
         b.mapping["num_gpus"] = expr.describe()
         b.notes.append(f"num_gpus read with --gpus-from: {expr.describe()}")
-    tcols = {f: _TimeColumn(col[f]) for f in ("arrival", "start", "end") if f in col}
-    dcol = _TimeColumn(col["duration"]) if length == "duration" else None
+    tcols = {f: _TimeColumn(col[f], miss) for f in ("arrival", "start", "end") if f in col}
+    dcol = _TimeColumn(col["duration"], miss) if length == "duration" else None
+
+    def optional(r: Row, f: str) -> str | None:
+        """The value of optional field ``f`` in this row; None when unmapped or missing."""
+        if f not in col:
+            return None
+        v = r.raw(col[f])
+        return None if v.lower() in miss else v
     fractional = 0
     parsed: list[_Parsed] = []
 
@@ -310,19 +357,22 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
     for line, fields in rows:
         try:
             r = Row(p, line, fields, header)
-            job_id = r.text(col["job_id"]) if "job_id" in col else f"{p.stem}-{line - 2}"
+            job_id = required(r, col["job_id"], miss) if "job_id" in col else f"{p.stem}-{line - 2}"
             kw: dict[str, object] = {}
             # GPUs
             if expr is not None:
+                required(r, expr.column, miss)
                 req = expr.read(r) / GPU_UNITS[gpu_unit]
                 gpu_label = col["num_gpus"]
             elif "num_gpus" in col:
+                required(r, col["num_gpus"], miss)
                 req = r.number(col["num_gpus"], min_value=0) / GPU_UNITS[gpu_unit]
                 gpu_label = col["num_gpus"]
             else:
                 req = 1.0
                 gpu_label = col["gpu_milli"]
             if "gpu_milli" in col:
+                required(r, col["gpu_milli"], miss)
                 req = req * r.number(col["gpu_milli"], min_value=0) / 1000.0
                 gpu_label = col["gpu_milli"]
             if not req > 0:
@@ -339,6 +389,7 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
             # length
             arrival = tcols["arrival"].parse(r) if "arrival" in tcols else None
             if length == "iterations":
+                required(r, col["iterations"], miss)
                 kw["iterations"] = r.iterations(col["iterations"])
             elif length == "duration":
                 assert dcol is not None
@@ -371,14 +422,14 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
                 kw["duration_s"] = d
             if arrival is not None and arrival.cls != ABSOLUTE:
                 arrival = TimeValue(arrival.kind, point_s(r, "arrival", arrival))
-            if "batch_size" in col:
+            if optional(r, "batch_size") is not None:
                 kw["batch_size"] = r.batch_size(col["batch_size"])
             if "user" in col:
-                kw["user"] = r.raw(col["user"]) or None
-            if "gpu_type" in col and r.raw(col["gpu_type"]):
-                kw["gpu_type"] = check_gpu_type(r, r.raw(col["gpu_type"]), col["gpu_type"], gpu_types)
-            model = r.raw(col["model"]) if "model" in col else None
-            kw["model"] = b.model(model, job_id, r, col.get("model"))
+                kw["user"] = optional(r, "user")
+            gtype = optional(r, "gpu_type")
+            if gtype is not None:
+                kw["gpu_type"] = check_gpu_type(r, gtype, col["gpu_type"], gpu_types)
+            kw["model"] = b.model(optional(r, "model"), job_id, r, col.get("model"))
             parsed.append(_Parsed(r, job_id, arrival, kw))
         except InputError as e:
             b.reject(e)
@@ -439,7 +490,8 @@ def _finite(arr: Any) -> np.ndarray | None:
 
 
 def _load_fast(p: Path, b: Builder, plan: _Plan, cols: list[Any], *, t_factor: float, d_factor: float,
-               gpu_unit: str, fractional_gpus: str, gpu_types: Collection[str] | None) -> Trace | None:
+               gpu_unit: str, fractional_gpus: str, gpu_types: Collection[str] | None,
+               missing: frozenset[str]) -> Trace | None:
     """The trace read column-wise when every mapped value is in the plain form the fast path handles (time
     values: plain numbers; no timestamps or clock durations) and every row passes every check the row loop
     makes; None otherwise, and the row loop reads the file. Same jobs, notes and order as the row loop."""
@@ -447,6 +499,10 @@ def _load_fast(p: Path, b: Builder, plan: _Plan, cols: list[Any], *, t_factor: f
 
     def arr(f: str) -> Any:
         return cols[plan.header.index[col[f]]]
+
+    def texts(f: str) -> list[str]:
+        """An optional text column's values, a missing value as ``""``."""
+        return [v if v.lower() not in missing else "" for v in arr(f).to_pylist()]
 
     def count(f: str, *, nonneg: bool = True) -> np.ndarray | None:
         x = _finite(arr(f))
@@ -459,7 +515,7 @@ def _load_fast(p: Path, b: Builder, plan: _Plan, cols: list[Any], *, t_factor: f
     n = len(cols[0])
     if "job_id" in col:
         ids: list[str] = arr("job_id").to_pylist()
-        if not all(ids):
+        if not all(ids) or any(v.lower() in missing for v in set(ids)):
             return None
     else:
         ids = [f"{p.stem}-{i}" for i in range(n)]
@@ -518,10 +574,10 @@ def _load_fast(p: Path, b: Builder, plan: _Plan, cols: list[Any], *, t_factor: f
         if bs is None or not (np.all(bs > 0) and np.all(bs <= MAX_BATCH_SIZE) and np.all(bs == np.floor(bs))):
             return None
         batch = bs.astype(np.int64).tolist()
-    users = [u or None for u in arr("user").to_pylist()] if "user" in col else None
+    users = [u or None for u in texts("user")] if "user" in col else None
     types: list[str | None] | None = None
     if "gpu_type" in col:
-        raw = arr("gpu_type").to_pylist()
+        raw = texts("gpu_type")
         spelled: dict[str, str] = {}
         try:
             for v in set(raw) - {""}:
@@ -529,7 +585,7 @@ def _load_fast(p: Path, b: Builder, plan: _Plan, cols: list[Any], *, t_factor: f
         except InputError:
             return None
         types = [spelled[v] if v else None for v in raw]
-    models = _models(b, ids, arr("model").to_pylist() if "model" in col else None)
+    models = _models(b, ids, texts("model") if "model" in col else None)
     if models is None:
         return None
     kw: dict[str, list[Any]] = {"job_id": ids, "arrival_s": arrival.tolist(),

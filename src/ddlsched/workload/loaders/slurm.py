@@ -374,14 +374,20 @@ def _load_fast(p: Path, b: Builder, chosen: frozenset[str], delim: str,
     if pc.any(pc.equal(ids, "")).as_py() or pc.any(pc.match_substring(ids, "+")).as_py():
         return None
     step = np.asarray(pc.match_substring(ids, ".").to_numpy(zero_copy_only=False), dtype=bool)
-    st = pc.extract_regex(col(c.state), r"^(?P<s>[A-Za-z_]+)\+?(?: by \S+)?$")
+    # the row path reads nothing but the id of a step row: the checks below look at the other rows only
+    rest = np.flatnonzero(~step)
+    rest_a = pa.array(rest)
+
+    def of_rest(name: str) -> Any:
+        return pc.take(col(name), rest_a)
+
+    st = pc.extract_regex(of_rest(c.state), r"^(?P<s>[A-Za-z_]+)\+?(?: by \S+)?$")
     if st.null_count:
         return None
-    state = pc.utf8_lower(st.field("s"))
-    if not pc.all(pc.is_in(state, value_set=pa.array(SLURM_STATES))).as_py():
+    state_rest = pc.utf8_lower(st.field("s"))
+    if not pc.all(pc.is_in(state_rest, value_set=pa.array(SLURM_STATES))).as_py():
         return None
-    el = col(c.elapsed)
-    ext = pc.extract_regex(el, _CLOCK)
+    ext = pc.extract_regex(of_rest(c.elapsed), _CLOCK)
     if ext.null_count:
         return None
 
@@ -394,16 +400,24 @@ def _load_fast(p: Path, b: Builder, chosen: frozenset[str], delim: str,
     has_day = np.asarray(pc.not_equal(ext.field("d"), "").to_numpy(zero_copy_only=False))
     if np.any(m >= 60) or np.any(s >= 60) or np.any(has_day & (h >= 24)):
         return None
-    run = (d * 86400 + h * 3600 + m * 60 + s).astype(np.float64)
-    if np.any(run > MAX_DURATION_S):
+    run_rest = (d * 86400 + h * 3600 + m * 60 + s).astype(np.float64)
+    if np.any(run_rest > MAX_DURATION_S):
         return None
-    never = run == 0
+    never_rest = run_rest == 0
     if c.start is not None:
-        never |= np.asarray(pc.is_in(pc.utf8_lower(col(c.start)), value_set=pa.array(sorted(MISSING)))
-                            .to_numpy(zero_copy_only=False), dtype=bool)
-    chosen_mask = np.asarray(pc.is_in(state, value_set=pa.array(sorted(chosen))).to_numpy(zero_copy_only=False),
-                             dtype=bool)
-    # steps first, then never ran, then state, then GPUs (the row path's order)
+        never_rest |= np.asarray(pc.is_in(pc.utf8_lower(of_rest(c.start)), value_set=pa.array(sorted(MISSING)))
+                                 .to_numpy(zero_copy_only=False), dtype=bool)
+    chosen_rest = np.asarray(pc.is_in(state_rest, value_set=pa.array(sorted(chosen)))
+                             .to_numpy(zero_copy_only=False), dtype=bool)
+    # steps first, then never ran, then state, then GPUs (the row path's order); masks over all n rows
+    run = np.zeros(n)
+    run[rest] = run_rest
+    never = np.zeros(n, dtype=bool)
+    never[rest] = never_rest
+    chosen_mask = np.zeros(n, dtype=bool)
+    chosen_mask[rest] = chosen_rest
+    state_pos = np.full(n, -1, dtype=np.int64)
+    state_pos[rest] = np.arange(len(rest))
     r_step = step
     r_never = ~r_step & never
     r_state = ~r_step & ~r_never & ~chosen_mask
@@ -454,7 +468,7 @@ def _load_fast(p: Path, b: Builder, chosen: frozenset[str], delim: str,
     arrival = (secs - epoch_s).astype(np.float64)
     if np.any(arrival > MAX_ARRIVAL_S):
         return None
-    kstate = pc.take(state, pa.array(keep)).to_pylist()
+    kstate = pc.take(state_rest, pa.array(state_pos[keep])).to_pylist()
     users = pc.take(col(c.user), pa.array(keep)).to_pylist() if c.user else None
     models = assign_models(kid, seed=b.seed, mix=b.model_mix)
     kept: dict[str, int] = {}
@@ -463,7 +477,7 @@ def _load_fast(p: Path, b: Builder, chosen: frozenset[str], delim: str,
     kw: dict[str, list[Any]] = {"job_id": kid, "arrival_s": arrival.tolist(), "num_gpus": gpus[~zero].tolist(),
                                 "model": models, "duration_s": run[keep].tolist(),
                                 "state": [None if s_ == "completed" else s_ for s_ in kstate],
-                                "source": [f"{p}:{int(x)}" for x in lines[keep]]}
+                                "source": [f"{p}:{x}" for x in lines[keep].tolist()]}
     if users is not None:
         kw["user"] = [u or None for u in users]
     try:
