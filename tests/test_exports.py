@@ -186,3 +186,18 @@ def test_sweep_cell_summary_counts_rows_by_reason() -> None:
     s = out.summary
     assert s is not None and s["rows_read"] == 25 == s["jobs"] + sum(s["rows_filtered"].values())
     assert s["rows_filtered"]["state"] == 4
+
+
+def test_fractional_share_is_never_kept_as_a_share_and_keep_says_why(tmp_path: Path) -> None:
+    """The simulator places whole GPUs (docs/traces.md "Fractional GPUs and GPU sharing"): a share is rounded up
+    (kept in JobSpec.gpu_request) or refused; asking to keep it is a clear error naming the option and the reason."""
+    csv = tmp_path / "f.csv"
+    csv.write_text("job_id,arrival,duration,num_gpus\na,0,60,0.25\nb,5,60,2\n")
+    for path in (PODS, csv):
+        with pytest.raises(InputError) as e:
+            load_trace(path, fractional_gpus="keep")
+        assert e.value.field == "fractional_gpus" and "whole GPUs" in str(e.value) and "ceil" in str(e.value)
+    j = load_trace(csv).jobs[0]
+    assert (j.num_gpus, j.gpu_request) == (1, 0.25)
+    r = CliRunner().invoke(cli, ["traces", "info", str(csv), "--fractional-gpus", "keep"])
+    assert r.exit_code == 2 and "keep" in r.output

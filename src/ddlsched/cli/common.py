@@ -113,8 +113,8 @@ def parse_columns(pairs: tuple[str, ...]) -> dict[str, str]:
 def mapping_options(f: Any) -> Any:
     """How to read a trace: the options shared by ``simulate``/``compare`` and ``traces info``."""
     from ddlsched.workload.loaders import FORMATS
-    from ddlsched.workload.loaders._common import TIME_UNITS, UNKNOWN_MODEL_RULES
-    from ddlsched.workload.loaders.generic_csv import FIELDS, FRACTIONAL_RULES, GPU_UNITS
+    from ddlsched.workload.loaders._common import FRACTIONAL_RULES, TIME_UNITS, UNKNOWN_MODEL_RULES
+    from ddlsched.workload.loaders.generic_csv import FIELDS, GPU_UNITS
 
     opts = [
         click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default=None,
@@ -129,7 +129,9 @@ def mapping_options(f: Any) -> Any:
         click.option("--gpu-unit", type=click.Choice(list(GPU_UNITS)), default=None,
                      help="generic_csv: what the num_gpus column counts (default gpus)."),
         click.option("--fractional-gpus", type=click.Choice(list(FRACTIONAL_RULES)), default=None,
-                     help="generic_csv: a fractional GPU request is rounded up (ceil, default) or an error."),
+                     help="generic_csv/kubernetes: a fractional GPU request is rounded up (ceil, default; "
+                          "JobSpec.gpu_request keeps the share) or an error. A share is not simulated as a share: "
+                          "jobs run on whole GPUs (docs/traces.md)."),
         click.option("--states", default=None, metavar="STATE,...|all",
                      help="slurm/kubernetes: end states simulated (default slurm: completed,timeout,failed,"
                           "out_of_memory,node_fail; kubernetes: succeeded,failed). Other rows are counted by reason."),

@@ -45,6 +45,7 @@ from ddlsched.workload.loaders._common import (
     Header,
     Row,
     check_file,
+    check_fractional_rule,
     check_gpu_type,
     read_rows,
     resolve_model,
@@ -74,7 +75,6 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
 FIELDS = tuple(SYNONYMS)
 GPU_UNITS: dict[str, float] = {"gpus": 1.0, "milli": 1000.0, "percent": 100.0}
 """``gpu_unit`` choices: what one unit of the ``num_gpus`` column is (value / divisor = GPUs)."""
-FRACTIONAL_RULES = ("ceil", "error")
 
 MISSING_DEFAULT = ("unknown", "none", "null", "n/a", "na", "nan", "<none>")
 """Values that mean "no value" besides the empty field (``--missing`` replaces them; compared lower-case):
@@ -306,9 +306,7 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
     if gpu_unit not in GPU_UNITS:
         raise InputError(f"unknown GPU unit {gpu_unit!r}; use one of {', '.join(GPU_UNITS)} (--gpu-unit)",
                          field="gpu_unit")
-    if fractional_gpus not in FRACTIONAL_RULES:
-        raise InputError(f"fractional_gpus must be one of {', '.join(FRACTIONAL_RULES)}, got {fractional_gpus!r} "
-                         "(--fractional-gpus)", field="fractional_gpus")
+    check_fractional_rule(fractional_gpus)
     def builder() -> Builder:
         return Builder(p, "generic_csv", skip_invalid=skip_invalid, seed=seed, model_mix=model_mix,
                        unknown_models=unknown_models, catalog=catalog)

@@ -29,7 +29,15 @@ from pathlib import Path
 from ddlsched.errors import InputError
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.limits import MAX_ARRIVAL_S, MAX_DURATION_S, MAX_GPUS
-from ddlsched.workload.loaders._common import Builder, Header, Row, check_file, read_rows, short
+from ddlsched.workload.loaders._common import (
+    Builder,
+    Header,
+    Row,
+    check_file,
+    check_fractional_rule,
+    read_rows,
+    short,
+)
 from ddlsched.workload.loaders.states import K8S_DEFAULT, K8S_STATES, parse_states, state_notes
 from ddlsched.workload.loaders.timevalues import parse_time
 from ddlsched.workload.model_mapping import assign_model
@@ -50,7 +58,6 @@ _ROLES: dict[str, tuple[str, ...]] = {
     "gpus": ("gpus", "nvidia.com/gpu", "gpu"),
     "share": ("gpushare", "gpu_share"),
 }
-FRACTIONAL_RULES = ("ceil", "error")
 
 
 def is_k8s_header(cols: Collection[str]) -> bool:
@@ -97,9 +104,7 @@ def load_kubernetes(path: str | Path, *, skip_invalid: bool = False, seed: int =
     job by hash(seed, job_id) from ``model_mix``."""
     p = check_file(path)
     chosen = parse_states(states, K8S_STATES, K8S_DEFAULT, "Kubernetes")
-    if fractional_gpus not in FRACTIONAL_RULES:
-        raise InputError(f"fractional_gpus must be one of {', '.join(FRACTIONAL_RULES)}, got {fractional_gpus!r} "
-                         "(--fractional-gpus)", field="fractional_gpus")
+    check_fractional_rule(fractional_gpus)
     b = Builder(p, "kubernetes", skip_invalid=skip_invalid, seed=seed, model_mix=model_mix,
                 unknown_models=unknown_models, catalog=catalog)
     rows = read_rows(p)
