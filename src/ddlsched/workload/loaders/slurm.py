@@ -17,6 +17,9 @@ Columns (sacct field names, case-insensitive; ``docs/traces.md`` "Slurm"):
   when there is no TRES column.
 * ``User`` (else ``Account``) — ``JobSpec.user``.
 
+A row that asks only for GPU shares (``gres/shard``, ``gres/mps``) and no whole GPU is ``zero_gpus`` like a CPU
+job; a note counts such rows (GPU shares are not simulated: ``docs/traces.md``, "Fractional GPUs and GPU sharing").
+
 ``Unknown``, ``None``, ``N/A`` and empty values are *missing*. A job that ran and is kept in a state other than
 ``COMPLETED`` carries it in ``JobSpec.state`` (a note counts them). Filtering order per row: step, never ran,
 state, zero GPUs; each row is counted once, under the first reason that applies.
@@ -56,6 +59,9 @@ _HET = re.compile(r"(\d+)\+(\d+)")
 _PAIR = r"[A-Za-z0-9_/:.\-]+=[^,=]+"
 _TRES = re.compile(rf"{_PAIR}(?:,{_PAIR})*")
 _GRES_ITEM = re.compile(r"gpu(?::([A-Za-z0-9_.\-]+))?:(\d+)(?:\(.*\))?")
+_SHARE = r"(?:^|,)(?:gres/)?(?:shard|mps)(?:[:=]|$)"
+"""A Slurm request for a *share* of a GPU (``gres/shard=2``, ``gres/mps=50``; GRES ``shard:2``)."""
+_SHARE_RE = re.compile(_SHARE)
 _CLOCK = r"^(?:(?P<d>[0-9]{1,6})-)?(?P<h>[0-9]{1,7}):(?P<m>[0-9]{2}):(?P<s>[0-9]{2})$"
 
 
@@ -238,6 +244,7 @@ def load_slurm(path: str | Path, *, skip_invalid: bool = False, seed: int = 0,
     header = Header(p, first[1], [])
     c = _columns(p, header)
     jobs: list[_Job] = []
+    shares = 0
     for line, fields in rows:
         try:
             r = Row(p, line, fields, header)
@@ -258,6 +265,7 @@ def load_slurm(path: str | Path, *, skip_invalid: bool = False, seed: int = 0,
             gpus, gtype = tres_gpus(r, c.gpus, gres=c.gres)
             if gpus == 0:
                 b.filter("zero_gpus", r.source)
+                shares += _SHARE_RE.search(r.raw(c.gpus)) is not None
                 continue
             if gtype is not None:
                 gtype = check_gpu_type(r, gtype, c.gpus, gpu_types)
@@ -269,7 +277,7 @@ def load_slurm(path: str | Path, *, skip_invalid: bool = False, seed: int = 0,
         except InputError as e:
             b.reject(e)
     jobs = _merge_het(b, jobs)
-    return _finish(b, jobs, chosen, c)
+    return _finish(b, jobs, chosen, c, shares)
 
 
 def _merge_het(b: Builder, jobs: list[_Job]) -> list[_Job]:
@@ -306,7 +314,13 @@ def _describe(b: Builder, c: _Cols, epoch: datetime | None) -> None:
         b.notes.append(f"arrival_s = seconds since the earliest {c.submit} ({epoch.isoformat()}, wall clock)")
 
 
-def _finish(b: Builder, jobs: list[_Job], chosen: frozenset[str], c: _Cols) -> Trace:
+def _share_note(b: Builder, shares: int) -> None:
+    if shares:
+        b.notes.append(f"{shares:,} of the zero_gpus rows ask only for GPU shares (gres/shard or gres/mps, no "
+                       "whole GPU): not simulated (the simulator places whole GPUs)")
+
+
+def _finish(b: Builder, jobs: list[_Job], chosen: frozenset[str], c: _Cols, shares: int) -> Trace:
     """Arrivals from the earliest submission, the jobs built and checked, the notes (both paths)."""
     epoch = min((j.submit for j in jobs), default=None)
     _describe(b, c, epoch)
@@ -335,6 +349,7 @@ def _finish(b: Builder, jobs: list[_Job], chosen: frozenset[str], c: _Cols) -> T
         except InputError as e:
             b.reject(e)
     b.notes.extend(state_notes(kept, "completed", chosen))
+    _share_note(b, shares)
     if runs:
         b.notes.append(f"{len(runs):,} job ids appear on several rows (a requeued job's runs): the later runs are "
                        "jobs ID#2, ID#3, ...")
@@ -456,6 +471,9 @@ def _load_fast(p: Path, b: Builder, chosen: frozenset[str], delim: str,
 
     r_zero = np.zeros(n, dtype=bool)
     r_zero[idx[zero]] = True
+    shares = 0
+    if zero.any():
+        shares = int(pc.sum(pc.match_substring_regex(pc.filter(tres, pa.array(zero)), _SHARE)).as_py() or 0)
     for reason, mask in (("step", r_step), ("never_ran", r_never), ("state", r_state), ("zero_gpus", r_zero)):
         k = int(mask.sum())
         if k:
@@ -491,4 +509,5 @@ def _load_fast(p: Path, b: Builder, chosen: frozenset[str], delim: str,
     del gpu_types  # untyped GPUs only on this path
     _describe(b, c, epoch)
     b.notes.extend(state_notes(kept, "completed", chosen))
+    _share_note(b, shares)
     return b.finish(epoch=epoch)
