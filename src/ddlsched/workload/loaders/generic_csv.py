@@ -207,9 +207,10 @@ def check_mapping(p: Path, header: list[str], col: dict[str, str]) -> None:
                          + _flag_hint("start"), path=str(p), line=1, field="end")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Parsed:
-    row: Row
+    """One row read, held until every arrival is known (the line, not the row's fields: memory per row)."""
+    line: int
     job_id: str
     arrival: TimeValue | None
     kw: dict[str, object]
@@ -428,7 +429,7 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
             if gtype is not None:
                 kw["gpu_type"] = check_gpu_type(r, gtype, col["gpu_type"], gpu_types)
             kw["model"] = b.model(optional(r, "model"), job_id, r, col.get("model"))
-            parsed.append(_Parsed(r, job_id, arrival, kw))
+            parsed.append(_Parsed(line, job_id, arrival, kw))
         except InputError as e:
             b.reject(e)
     epoch: datetime | None = None
@@ -437,17 +438,21 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
         epoch = min(stamps)
         b.notes.append(f"arrival_s = seconds since the earliest {col['arrival']} ({epoch.isoformat()}"
                        + (", wall clock)" if epoch.tzinfo is None else ")"))
-    for x in parsed:
+    del stamps
+    parsed.reverse()
+    while parsed:  # each row's record is freed once its job is built (peak memory)
+        x = parsed.pop()
+        row = Row(p, x.line, [])
         try:
             if x.arrival is None:
                 arrival_s = 0.0
             elif x.arrival.when is not None:
                 assert epoch is not None
-                arrival_s = x.row.seconds((x.arrival.when - epoch).total_seconds(), col["arrival"], factor=1.0,
-                                          unit="s", limit=MAX_ARRIVAL_S, what="arrival", positive=False)
+                arrival_s = row.seconds((x.arrival.when - epoch).total_seconds(), col["arrival"], factor=1.0,
+                                        unit="s", limit=MAX_ARRIVAL_S, what="arrival", positive=False)
             else:
                 arrival_s = x.arrival.seconds
-            b.add(x.row, job_id=x.job_id, arrival_s=arrival_s, **x.kw)
+            b.add(row, job_id=x.job_id, arrival_s=arrival_s, **x.kw)
             fractional += "gpu_request" in x.kw
         except InputError as e:
             b.reject(e)
