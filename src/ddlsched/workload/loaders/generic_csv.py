@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -79,6 +79,10 @@ GPU_UNITS: dict[str, float] = {"gpus": 1.0, "milli": 1000.0, "percent": 100.0}
 MISSING_DEFAULT = ("unknown", "none", "null", "n/a", "na", "nan", "<none>")
 """Values that mean "no value" besides the empty field (``--missing`` replaces them; compared lower-case):
 what Slurm (``Unknown``, ``None``), kubectl (``<none>``) and spreadsheet or pandas exports write."""
+CHECK_FIRST_BYTES = 256 << 20
+"""The row parser checks every row of a larger file in a first pass that keeps nothing, then reads it again: a bad
+row fails with its located error in bounded memory even at the end of the file (``benchmarks/malformed_memory.py``);
+the rows of a valid file are then parsed twice (a file this large holds millions of jobs, all held in memory)."""
 OPTIONAL_FIELDS = ("model", "batch_size", "user", "gpu_type")
 """Fields whose missing value means "absent" (every other mapped field is required)."""
 
@@ -334,17 +338,14 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
     if expr is not None:
         b.mapping["num_gpus"] = expr.describe()
         b.notes.append(f"num_gpus read with --gpus-from: {expr.describe()}")
-    tcols = {f: _TimeColumn(col[f], miss) for f in ("arrival", "start", "end") if f in col}
-    dcol = _TimeColumn(col["duration"], miss) if length == "duration" else None
 
     def optional(r: Row, f: str) -> str | None:
         """The value of optional field ``f`` in this row; None when unmapped or missing."""
+        assert f in OPTIONAL_FIELDS, f
         if f not in col:
             return None
         v = r.raw(col[f])
         return None if v.lower() in miss else v
-    fractional = 0
-    parsed: list[_Parsed] = []
 
     def point_s(r: Row, f: str, tv: TimeValue) -> float:
         """A relative time point in seconds (numbers in time_unit, clock values in seconds)."""
@@ -353,85 +354,100 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
                              positive=False)
         return r.seconds(tv.seconds, col[f], factor=1.0, unit="s", limit=MAX_ARRIVAL_S, what=f, positive=False)
 
-    for line, fields in rows:
-        try:
-            r = Row(p, line, fields, header)
-            job_id = required(r, col["job_id"], miss) if "job_id" in col else f"{p.stem}-{line - 2}"
-            kw: dict[str, object] = {}
-            # GPUs
-            if expr is not None:
-                required(r, expr.column, miss)
-                req = expr.read(r) / GPU_UNITS[gpu_unit]
-                gpu_label = col["num_gpus"]
-            elif "num_gpus" in col:
-                required(r, col["num_gpus"], miss)
-                req = r.number(col["num_gpus"], min_value=0) / GPU_UNITS[gpu_unit]
-                gpu_label = col["num_gpus"]
-            else:
-                req = 1.0
-                gpu_label = col["gpu_milli"]
-            if "gpu_milli" in col:
-                required(r, col["gpu_milli"], miss)
-                req = req * r.number(col["gpu_milli"], min_value=0) / 1000.0
-                gpu_label = col["gpu_milli"]
-            if not req > 0:
-                raise r.error("the job requests no GPU (0)", gpu_label)
-            if req > MAX_GPUS:
-                raise r.error(f"{req:g} GPUs is beyond the limit of {MAX_GPUS:,}", gpu_label)
-            n = math.ceil(req)
-            if n != req:
-                if fractional_gpus == "error":
-                    raise r.error(f"fractional GPU request {req:g} (pass --fractional-gpus ceil to round it up)",
-                                  gpu_label)
-                kw["gpu_request"] = req
-            kw["num_gpus"] = n
-            # length
-            arrival = tcols["arrival"].parse(r) if "arrival" in tcols else None
-            if length == "iterations":
-                required(r, col["iterations"], miss)
-                kw["iterations"] = r.iterations(col["iterations"])
-            elif length == "duration":
-                assert dcol is not None
-                tv = dcol.parse(r)
-                if tv.cls == ABSOLUTE:
-                    raise r.error(f"{short(r.raw(col['duration']))} is a timestamp, not a duration; map it with "
-                                  f"--column end={col['duration']} instead", col["duration"])
-                factor, unit = (d_factor, d_unit) if tv.kind == "number" else (1.0, "s")
-                kw["duration_s"] = r.seconds(tv.seconds, col["duration"], factor=factor, unit=unit,
-                                             limit=MAX_DURATION_S, what="duration")
-            else:
-                end = tcols["end"].parse(r)
-                begin = tcols[start].parse(r) if start != "arrival" else arrival
-                assert begin is not None
-                if end.cls != begin.cls:
-                    raise r.error(f"{col['end']} and {col[start]} hold different kinds of time (a timestamp and a "
-                                  "relative value)", col["end"])
-                if end.when is not None and begin.when is not None:
-                    if (end.when.tzinfo is None) != (begin.when.tzinfo is None):
-                        raise r.error(f"{col['end']} and {col[start]}: timestamps with and without a time zone",
-                                      col["end"])
-                    d = (end.when - begin.when).total_seconds()
+    def parse_rows(bb: Builder, rows: Iterator[tuple[int, list[str]]], keep: bool) -> list[_Parsed]:
+        """Every data row parsed (a row error raised or counted on ``bb``); kept only when ``keep``."""
+        tcols = {f: _TimeColumn(col[f], miss) for f in ("arrival", "start", "end") if f in col}
+        dcol = _TimeColumn(col["duration"], miss) if length == "duration" else None
+        out: list[_Parsed] = []
+        for line, fields in rows:
+            try:
+                r = Row(p, line, fields, header)
+                job_id = required(r, col["job_id"], miss) if "job_id" in col else f"{p.stem}-{line - 2}"
+                kw: dict[str, object] = {}
+                # GPUs
+                if expr is not None:
+                    required(r, expr.column, miss)
+                    req = expr.read(r) / GPU_UNITS[gpu_unit]
+                    gpu_label = col["num_gpus"]
+                elif "num_gpus" in col:
+                    required(r, col["num_gpus"], miss)
+                    req = r.number(col["num_gpus"], min_value=0) / GPU_UNITS[gpu_unit]
+                    gpu_label = col["num_gpus"]
                 else:
-                    d = point_s(r, "end", end) - point_s(r, start, begin)
-                if not d > 0:
-                    raise r.error(f"end {short(r.raw(col['end']))} is not after {start} "
-                                  f"{short(r.raw(col[start]))} (run time {d:g} s)", col["end"])
-                if d > MAX_DURATION_S:
-                    raise r.error(f"run time {d:g} s is beyond the limit of {MAX_DURATION_S:g} s", col["end"])
-                kw["duration_s"] = d
-            if arrival is not None and arrival.cls != ABSOLUTE:
-                arrival = TimeValue(arrival.kind, point_s(r, "arrival", arrival))
-            if optional(r, "batch_size") is not None:
-                kw["batch_size"] = r.batch_size(col["batch_size"])
-            if "user" in col:
-                kw["user"] = optional(r, "user")
-            gtype = optional(r, "gpu_type")
-            if gtype is not None:
-                kw["gpu_type"] = check_gpu_type(r, gtype, col["gpu_type"], gpu_types)
-            kw["model"] = b.model(optional(r, "model"), job_id, r, col.get("model"))
-            parsed.append(_Parsed(line, job_id, arrival, kw))
-        except InputError as e:
-            b.reject(e)
+                    req = 1.0
+                    gpu_label = col["gpu_milli"]
+                if "gpu_milli" in col:
+                    required(r, col["gpu_milli"], miss)
+                    req = req * r.number(col["gpu_milli"], min_value=0) / 1000.0
+                    gpu_label = col["gpu_milli"]
+                if not req > 0:
+                    raise r.error("the job requests no GPU (0)", gpu_label)
+                if req > MAX_GPUS:
+                    raise r.error(f"{req:g} GPUs is beyond the limit of {MAX_GPUS:,}", gpu_label)
+                n = math.ceil(req)
+                if n != req:
+                    if fractional_gpus == "error":
+                        raise r.error(f"fractional GPU request {req:g} (pass --fractional-gpus ceil to round it up)",
+                                      gpu_label)
+                    kw["gpu_request"] = req
+                kw["num_gpus"] = n
+                # length
+                arrival = tcols["arrival"].parse(r) if "arrival" in tcols else None
+                if length == "iterations":
+                    required(r, col["iterations"], miss)
+                    kw["iterations"] = r.iterations(col["iterations"])
+                elif length == "duration":
+                    assert dcol is not None
+                    tv = dcol.parse(r)
+                    if tv.cls == ABSOLUTE:
+                        raise r.error(f"{short(r.raw(col['duration']))} is a timestamp, not a duration; map it with "
+                                      f"--column end={col['duration']} instead", col["duration"])
+                    factor, unit = (d_factor, d_unit) if tv.kind == "number" else (1.0, "s")
+                    kw["duration_s"] = r.seconds(tv.seconds, col["duration"], factor=factor, unit=unit,
+                                                 limit=MAX_DURATION_S, what="duration")
+                else:
+                    end = tcols["end"].parse(r)
+                    begin = tcols[start].parse(r) if start != "arrival" else arrival
+                    assert begin is not None
+                    if end.cls != begin.cls:
+                        raise r.error(f"{col['end']} and {col[start]} hold different kinds of time (a timestamp and a "
+                                      "relative value)", col["end"])
+                    if end.when is not None and begin.when is not None:
+                        if (end.when.tzinfo is None) != (begin.when.tzinfo is None):
+                            raise r.error(f"{col['end']} and {col[start]}: timestamps with and without a time zone",
+                                          col["end"])
+                        d = (end.when - begin.when).total_seconds()
+                    else:
+                        d = point_s(r, "end", end) - point_s(r, start, begin)
+                    if not d > 0:
+                        raise r.error(f"end {short(r.raw(col['end']))} is not after {start} "
+                                      f"{short(r.raw(col[start]))} (run time {d:g} s)", col["end"])
+                    if d > MAX_DURATION_S:
+                        raise r.error(f"run time {d:g} s is beyond the limit of {MAX_DURATION_S:g} s", col["end"])
+                    kw["duration_s"] = d
+                if arrival is not None and arrival.cls != ABSOLUTE:
+                    arrival = TimeValue(arrival.kind, point_s(r, "arrival", arrival))
+                if optional(r, "batch_size") is not None:
+                    kw["batch_size"] = r.batch_size(col["batch_size"])
+                if "user" in col:
+                    kw["user"] = optional(r, "user")
+                gtype = optional(r, "gpu_type")
+                if gtype is not None:
+                    kw["gpu_type"] = check_gpu_type(r, gtype, col["gpu_type"], gpu_types)
+                kw["model"] = bb.model(optional(r, "model"), job_id, r, col.get("model"))
+                if keep:
+                    out.append(_Parsed(line, job_id, arrival, kw))
+            except InputError as e:
+                bb.reject(e)
+        return out
+
+    if not skip_invalid and p.stat().st_size > CHECK_FIRST_BYTES:
+        # a first pass that keeps nothing: a bad row late in a huge file fails in bounded memory
+        pass_rows = read_rows(p, delimiter=delimiter)
+        next(pass_rows, None)
+        parse_rows(builder(), pass_rows, keep=False)
+    fractional = 0
+    parsed = parse_rows(b, rows, keep=True)
     epoch: datetime | None = None
     stamps = [x.arrival.when for x in parsed if x.arrival is not None and x.arrival.when is not None]
     if stamps:

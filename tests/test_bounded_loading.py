@@ -1,0 +1,52 @@
+"""A malformed large trace fails with its located error in bounded memory (issue 33): the generic CSV row parser
+checks every row of a file above ``CHECK_FIRST_BYTES`` in a first pass that keeps nothing."""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from ddlsched.errors import InputError
+from ddlsched.workload.loaders import generic_csv, load_trace
+
+
+@pytest.fixture(autouse=True)
+def _row_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DDLSCHED_CACHE", "off")
+    monkeypatch.setenv("DDLSCHED_FAST_CSV", "off")
+
+
+def _peak_of_failing_load(p: Path) -> tuple[int, InputError]:
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError) as e:
+            load_trace(p)
+        return tracemalloc.get_traced_memory()[1], e.value
+    finally:
+        tracemalloc.stop()
+
+
+def test_bad_last_row_of_a_large_file_fails_without_holding_the_rows(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    n = 20_000
+    p = tmp_path / "big.csv"
+    p.write_text("job_id,submit_time,duration,num_gpus\n"
+                 + "".join(f"j{i},{i},{60 + i % 7},{1 + i % 4}\n" for i in range(n)) + "bad,5,abc,1\n")
+    whole, err_whole = _peak_of_failing_load(p)  # below the threshold: one pass, every row held
+    monkeypatch.setattr(generic_csv, "CHECK_FIRST_BYTES", 0)
+    first, err_first = _peak_of_failing_load(p)
+    assert str(err_first) == str(err_whole) and err_first.line == n + 2 and err_first.field == "duration"
+    assert first * 4 < whole, (first, whole)  # measured: about 150x less
+
+
+def test_first_pass_gives_the_same_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = tmp_path / "t.csv"
+    p.write_text("job_id,submit_time,duration,num_gpus,model\n"
+                 + "".join(f"j{i},2024-01-01T00:00:{i:02d},{60 + i},{0.5 if i % 3 else 2},\n" for i in range(40)))
+    one = load_trace(p)
+    monkeypatch.setattr(generic_csv, "CHECK_FIRST_BYTES", 0)
+    two = load_trace(p)
+    assert one.jobs == two.jobs and one.notes == two.notes and one.epoch == two.epoch
+    assert one.notes.count(next(n for n in one.notes if "had no model" in n)) == 1  # models counted once
