@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ddlsched.errors import InputError
+from ddlsched.workload import limits
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.limits import MAX_ARRIVAL_S, MAX_BATCH_SIZE, MAX_DURATION_S, MAX_GPUS, MAX_ITERATIONS
 from ddlsched.workload.loaders import columnar
@@ -79,10 +80,6 @@ GPU_UNITS: dict[str, float] = {"gpus": 1.0, "milli": 1000.0, "percent": 100.0}
 MISSING_DEFAULT = ("unknown", "none", "null", "n/a", "na", "nan", "<none>")
 """Values that mean "no value" besides the empty field (``--missing`` replaces them; compared lower-case):
 what Slurm (``Unknown``, ``None``), kubectl (``<none>``) and spreadsheet or pandas exports write."""
-CHECK_FIRST_BYTES = 256 << 20
-"""The row parser checks every row of a larger file in a first pass that keeps nothing, then reads it again: a bad
-row fails with its located error in bounded memory even at the end of the file (``benchmarks/malformed_memory.py``);
-the rows of a valid file are then parsed twice (a file this large holds millions of jobs, all held in memory)."""
 OPTIONAL_FIELDS = ("model", "batch_size", "user", "gpu_type")
 """Fields whose missing value means "absent" (every other mapped field is required)."""
 
@@ -441,7 +438,7 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
                 bb.reject(e)
         return out
 
-    if not skip_invalid and p.stat().st_size > CHECK_FIRST_BYTES:
+    if not skip_invalid and p.stat().st_size > limits.CHECK_FIRST_BYTES:
         # a first pass that keeps nothing: a bad row late in a huge file fails in bounded memory
         pass_rows = read_rows(p, delimiter=delimiter)
         next(pass_rows, None)

@@ -28,7 +28,7 @@ state, zero GPUs; each row is counted once, under the first reason that applies.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ddlsched.errors import InputError
+from ddlsched.workload import limits
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.limits import MAX_ARRIVAL_S, MAX_DURATION_S, MAX_GPUS
 from ddlsched.workload.loaders import columnar
@@ -205,7 +206,7 @@ def _run_time(r: Row, c: _Cols) -> float | None:
     return None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Job:
     line: int
     source: str
@@ -243,39 +244,53 @@ def load_slurm(path: str | Path, *, skip_invalid: bool = False, seed: int = 0,
         raise InputError("empty file", path=str(p), line=1)
     header = Header(p, first[1], [])
     c = _columns(p, header)
-    jobs: list[_Job] = []
-    shares = 0
-    for line, fields in rows:
-        try:
-            r = Row(p, line, fields, header)
-            job_id = r.text(c.job_id)
-            if "." in job_id:
-                b.filter("step", r.source)
-                continue
-            state = slurm_state(r, c.state)
-            run_s = _run_time(r, c)
-            never = (c.start is not None and _missing(r.raw(c.start))) or run_s is None or run_s == 0
-            if never:
-                b.filter("never_ran", r.source)
-                continue
-            assert run_s is not None
-            if state not in chosen:
-                b.filter("state", r.source)
-                continue
-            gpus, gtype = tres_gpus(r, c.gpus, gres=c.gres)
-            if gpus == 0:
-                b.filter("zero_gpus", r.source)
-                shares += _SHARE_RE.search(r.raw(c.gpus)) is not None
-                continue
-            if gtype is not None:
-                gtype = check_gpu_type(r, gtype, c.gpus, gpu_types)
-            submit = _timestamp(r, c.submit)
-            user = (r.raw(c.user) or None) if c.user else None
-            m = _HET.fullmatch(job_id)
-            jobs.append(_Job(line, r.source, m[1] if m else job_id, submit, run_s, gpus, gtype, state, user,
-                             m[1] if m else None))
-        except InputError as e:
-            b.reject(e)
+
+    def scan(bb: Builder, rows: Iterator[tuple[int, list[str]]], keep: bool) -> tuple[list[_Job], int]:
+        """The jobs of every data row (a row error raised or counted on ``bb``; kept only when ``keep``) and the
+        count of rows that ask only for GPU shares."""
+        jobs: list[_Job] = []
+        shares = 0
+        for line, fields in rows:
+            try:
+                r = Row(p, line, fields, header)
+                job_id = r.text(c.job_id)
+                if "." in job_id:
+                    bb.filter("step", r.source)
+                    continue
+                state = slurm_state(r, c.state)
+                run_s = _run_time(r, c)
+                never = (c.start is not None and _missing(r.raw(c.start))) or run_s is None or run_s == 0
+                if never:
+                    bb.filter("never_ran", r.source)
+                    continue
+                assert run_s is not None
+                if state not in chosen:
+                    bb.filter("state", r.source)
+                    continue
+                gpus, gtype = tres_gpus(r, c.gpus, gres=c.gres)
+                if gpus == 0:
+                    bb.filter("zero_gpus", r.source)
+                    shares += _SHARE_RE.search(r.raw(c.gpus)) is not None
+                    continue
+                if gtype is not None:
+                    gtype = check_gpu_type(r, gtype, c.gpus, gpu_types)
+                submit = _timestamp(r, c.submit)
+                user = (r.raw(c.user) or None) if c.user else None
+                m = _HET.fullmatch(job_id)
+                if keep:
+                    jobs.append(_Job(line, r.source, m[1] if m else job_id, submit, run_s, gpus, gtype, state,
+                                     user, m[1] if m else None))
+            except InputError as e:
+                bb.reject(e)
+        return jobs, shares
+
+    if not skip_invalid and p.stat().st_size > limits.CHECK_FIRST_BYTES:
+        # a first pass that keeps nothing: a bad row late in a huge file fails in bounded memory
+        again = read_rows(p, delimiter=delim)
+        next(again, None)
+        scan(Builder(p, "slurm", skip_invalid=False, seed=seed, model_mix=model_mix,
+                     unknown_models=unknown_models, catalog=catalog), again, keep=False)
+    jobs, shares = scan(b, rows, keep=True)
     jobs = _merge_het(b, jobs)
     return _finish(b, jobs, chosen, c, shares)
 
