@@ -353,7 +353,7 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
 
     def parse_rows(bb: Builder, rows: Iterator[tuple[int, list[str]]], keep: bool) -> list[_Parsed]:
         """Every data row parsed (a row error raised or counted on ``bb``); kept only when ``keep``."""
-        tcols = {f: _TimeColumn(col[f], miss) for f in ("arrival", "start", "end") if f in col}
+        tcols: dict[str, _TimeColumn] = {f: _TimeColumn(col[f], miss) for f in ("arrival", "start", "end") if f in col}
         dcol = _TimeColumn(col["duration"], miss) if length == "duration" else None
         out: list[_Parsed] = []
         for line, fields in rows:
