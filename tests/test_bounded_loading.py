@@ -1,5 +1,5 @@
-"""A malformed large trace fails with its located error in bounded memory (issue 33): the generic CSV row parser
-and the Slurm row parser check every row of a file above ``limits.CHECK_FIRST_BYTES`` in a first pass that
+"""A malformed large trace fails with its located error in bounded memory (issue 33): the generic CSV, Slurm
+and Kubernetes row parsers check every row of a file above ``limits.CHECK_FIRST_BYTES`` in a first pass that
 keeps nothing."""
 
 from __future__ import annotations
@@ -73,3 +73,23 @@ def test_slurm_row_path_first_pass_locates_a_late_bad_row(tmp_path: Path, monkey
     monkeypatch.setattr(limits, "CHECK_FIRST_BYTES", 1 << 40)
     one = load_trace(good)
     assert one.jobs == two.jobs and one.notes == two.notes and one.filtered == two.filtered == {"step": 3000}
+
+
+def test_kubernetes_first_pass_locates_a_late_bad_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = tmp_path / "pods.csv"
+    head = "name,phase,creationTimestamp,scheduledTime,finishedAt,deletionTimestamp,gpus\n"
+    rows = "".join(f"p{i},Succeeded,2024-05-06T07:{i // 60 % 60:02d}:{i % 60:02d}Z,2024-05-06T08:00:00Z,"
+                   f"2024-05-06T09:00:00Z,,{1 + i % 4}\n" for i in range(3000))
+    bad = "last,Succeeded,2024-05-06T07:00:00Z,2024-05-06T08:00:00Z,2024-05-06T09:00:00Z,,many\n"
+    p.write_text(head + rows + bad)
+    whole, err_whole = _peak_of_failing_load(p)
+    monkeypatch.setattr(limits, "CHECK_FIRST_BYTES", 0)
+    first, err_first = _peak_of_failing_load(p)
+    assert str(err_first) == str(err_whole) and err_first.line == 3002 and err_first.field == "gpus"
+    assert first * 4 < whole, (first, whole)
+    good = tmp_path / "ok.csv"
+    good.write_text(head + rows)
+    two = load_trace(good)
+    monkeypatch.setattr(limits, "CHECK_FIRST_BYTES", 1 << 40)
+    one = load_trace(good)
+    assert one.jobs == two.jobs and one.notes == two.notes and len(one.jobs) == 3000
