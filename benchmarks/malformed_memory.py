@@ -7,7 +7,9 @@ holds a duration that is not a number, and loads it in a subprocess whose addres
 (``RLIMIT_AS``) to ``--limit-gib`` GiB, with the trace cache on (its default). Expected: exit status 2 and
 ``error: FILE:LINE, field 'duration': not a number ...``, never a MemoryError or a traceback. The loader reads the
 file in blocks: the cache hashes it block by block, the columnar path is not used above ``columnar.MAX_BYTES`` (and
-checks plainness block by block below it), and the row parser stops at the first bad row.
+checks plainness block by block below it), and the row parser stops at the first bad row; above
+``limits.CHECK_FIRST_BYTES`` it checks every row in a first pass that keeps nothing, so a bad row near the end
+(``--bad-line 19000000``) fails in bounded memory too, after a pass over the rows before it.
 """
 
 from __future__ import annotations

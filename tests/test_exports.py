@@ -186,3 +186,37 @@ def test_sweep_cell_summary_counts_rows_by_reason() -> None:
     s = out.summary
     assert s is not None and s["rows_read"] == 25 == s["jobs"] + sum(s["rows_filtered"].values())
     assert s["rows_filtered"]["state"] == 4
+
+
+def test_fractional_share_is_never_kept_as_a_share_and_keep_says_why(tmp_path: Path) -> None:
+    """The simulator places whole GPUs (docs/traces.md "Fractional GPUs and GPU sharing"): a share is rounded up
+    (kept in JobSpec.gpu_request) or refused; asking to keep it is a clear error naming the option and the reason."""
+    csv = tmp_path / "f.csv"
+    csv.write_text("job_id,arrival,duration,num_gpus\na,0,60,0.25\nb,5,60,2\n")
+    for path in (PODS, csv):
+        with pytest.raises(InputError) as e:
+            load_trace(path, fractional_gpus="keep")
+        assert e.value.field == "fractional_gpus" and "whole GPUs" in str(e.value) and "ceil" in str(e.value)
+    j = load_trace(csv).jobs[0]
+    assert (j.num_gpus, j.gpu_request) == (1, 0.25)
+    r = CliRunner().invoke(cli, ["traces", "info", str(csv), "--fractional-gpus", "keep"])
+    assert r.exit_code == 2 and "keep" in r.output
+
+
+def test_slurm_gpu_shares_are_zero_gpus_with_a_note_on_both_paths(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    f = tmp_path / "sacct.txt"
+    f.write_text("JobID|Submit|Start|Elapsed|State|AllocTRES\n"
+                 "1|2024-01-01T00:00:00|2024-01-01T00:00:10|01:00:00|COMPLETED|cpu=4,gres/gpu=2,mem=8G\n"
+                 "2|2024-01-01T00:01:00|2024-01-01T00:01:00|00:30:00|COMPLETED|cpu=2,gres/shard=2,mem=4G\n"
+                 "3|2024-01-01T00:02:00|2024-01-01T00:02:00|00:10:00|COMPLETED|cpu=2,mem=4G\n"
+                 "4|2024-01-01T00:03:00|2024-01-01T00:03:00|00:10:00|COMPLETED|cpu=2,gres/mps=50,mem=4G\n"
+                 "4.batch|2024-01-01T00:03:00|2024-01-01T00:03:00|00:10:00|COMPLETED|cpu=2,gres/mps=50,mem=4G\n")
+    out = {}
+    for mode in ("off", "always"):
+        monkeypatch.setenv("DDLSCHED_FAST_CSV", mode)
+        out[mode] = t = load_trace(f)
+        assert [j.job_id for j in t.jobs] == ["1"] and t.filtered == {"zero_gpus": 3, "step": 1}
+        assert any(n.startswith("2 of the zero_gpus rows ask only for GPU shares") for n in t.notes), t.notes
+        _adds_up(t)
+    assert out["off"].notes == out["always"].notes and out["off"].jobs == out["always"].jobs

@@ -73,7 +73,8 @@ def _example(name: str, rows: int) -> bytes:
 VALUES: list[bytes] = [b"", b"nan", b"inf", b"-inf", b"-1", b"0", b"-0", b"1e400", b"1e308", b"1e-320", b"1.5",
                        b"NaN", b"Infinity", b" 12 ", b"9" * 5000, b"x" * 200_000, b"\xff\xfe", b"\xc3(", b'"abc',
                        b'ab"c', b'"', b"[red]x", "\u00e9\U0001f600".encode(), b",", b"\t", b"NULL", b"1_000",
-                       b"2024-13-45T99:00:00", b"25:61:61", b"1-00:00:00", b"0x10", b"\x00", b"1e10", b"99999999999"]
+                       b"2024-13-45T99:00:00", b"25:61:61", b"1-00:00:00", b"0x10", b"\x00", b"1e10", b"99999999999",
+                       b"Unknown", b"None", b"N/A", b"<none>"]  # missing values (docs/traces.md)
 
 
 def _split(data: bytes, delim: bytes) -> tuple[list[list[bytes]], bytes]:

@@ -113,8 +113,8 @@ def parse_columns(pairs: tuple[str, ...]) -> dict[str, str]:
 def mapping_options(f: Any) -> Any:
     """How to read a trace: the options shared by ``simulate``/``compare`` and ``traces info``."""
     from ddlsched.workload.loaders import FORMATS
-    from ddlsched.workload.loaders._common import TIME_UNITS, UNKNOWN_MODEL_RULES
-    from ddlsched.workload.loaders.generic_csv import FIELDS, FRACTIONAL_RULES, GPU_UNITS
+    from ddlsched.workload.loaders._common import FRACTIONAL_RULES, TIME_UNITS, UNKNOWN_MODEL_RULES
+    from ddlsched.workload.loaders.generic_csv import FIELDS, GPU_UNITS
 
     opts = [
         click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default=None,
@@ -129,13 +129,19 @@ def mapping_options(f: Any) -> Any:
         click.option("--gpu-unit", type=click.Choice(list(GPU_UNITS)), default=None,
                      help="generic_csv: what the num_gpus column counts (default gpus)."),
         click.option("--fractional-gpus", type=click.Choice(list(FRACTIONAL_RULES)), default=None,
-                     help="generic_csv: a fractional GPU request is rounded up (ceil, default) or an error."),
+                     help="generic_csv/kubernetes: a fractional GPU request is rounded up (ceil, default; "
+                          "JobSpec.gpu_request keeps the share) or an error. A share is not simulated as a share: "
+                          "jobs run on whole GPUs (docs/traces.md)."),
         click.option("--states", default=None, metavar="STATE,...|all",
                      help="slurm/kubernetes: end states simulated (default slurm: completed,timeout,failed,"
                           "out_of_memory,node_fail; kubernetes: succeeded,failed). Other rows are counted by reason."),
         click.option("--gpus-from", default=None, metavar="COLUMN:KEY|COLUMN~REGEX",
                      help="generic_csv: read the GPU count from a column's text, e.g. AllocTRES:gres/gpu "
                           "(key=value list) or 'Gres~gpu:(\\d+)'."),
+        click.option("--missing", default=None, metavar="VALUE,...",
+                     help="generic_csv: values that mean 'no value' besides an empty field (case-insensitive; "
+                          "default unknown,none,null,n/a,na,nan,<none>; '' for none). Missing in a required field "
+                          "is an error, in model/batch_size/user/gpu_type the field is absent."),
         click.option("--models", "models", type=click.Path(dir_okay=False), default=None, metavar="FILE.csv",
                      help="Extra model profiles (name,grad_mb,compute_ms,fw_ms,bw_ms,batch_size,mem_mb,source)."),
         click.option("--unknown-models", type=click.Choice(list(UNKNOWN_MODEL_RULES)), default=None,
@@ -217,7 +223,7 @@ def load_options(kw: dict[str, Any]) -> dict[str, Any]:
                              field="--tenant-column")
         cols["user"] = kw["tenant_column"]
     for key in ("time_unit", "duration_unit", "gpu_unit", "fractional_gpus", "unknown_models", "states",
-                "gpus_from"):
+                "gpus_from", "missing"):
         if kw.get(key) is not None:
             opts[key] = kw[key]
     return opts

@@ -52,7 +52,7 @@ def run_inputs(kw: dict[str, Any], policy: str, params: dict[str, Any]) -> dict[
             "perf_params": parse_kv(kw["perf_param"], "perf-param"),
             "model_params": parse_kv(kw["model_param"], "model-param"), "restart_penalty_s": kw["restart_penalty"],
             "seed": kw["seed"], "parquet": kw["parquet"], "states": kw.get("states"),
-            "gpus_from": kw.get("gpus_from")}
+            "gpus_from": kw.get("gpus_from"), "missing": kw.get("missing")}
 
 
 def input_paths(kw: dict[str, Any]) -> list[str | None]:

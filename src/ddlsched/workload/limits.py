@@ -24,6 +24,12 @@ MAX_BATCH_SIZE = 100_000_000
 MAX_LINE_BYTES = 1 << 20
 """Longest line of a trace file (1 MiB); a longer line is refused before it is read in full."""
 
+CHECK_FIRST_BYTES = 256 << 20
+"""A row-parsed trace file larger than this (generic CSV, Slurm, Kubernetes) has every row checked in a first pass
+that keeps nothing, then is read again: a bad row fails with its located error in bounded memory even at the end of
+the file (``benchmarks/malformed_memory.py``); a valid file this large (millions of jobs, all held in memory) is
+parsed twice."""
+
 MAX_FIELD_CHARS = 131_072
 """Longest field of a CSV row (Python's ``csv.field_size_limit`` default)."""
 

@@ -58,6 +58,7 @@ OPTION_FLAGS: dict[str, str] = {
     "skip_invalid": "--skip-invalid", "seed": "--seed", "unknown_models": "--unknown-models",
     "catalog": "--models", "gpu_unit": "--gpu-unit", "fractional_gpus": "--fractional-gpus",
     "gpu_types": "--cluster", "states": "--states", "gpus_from": "--gpus-from",
+    "missing": "--missing",
 }
 """The CLI flag behind each loader option (error messages name both)."""
 

@@ -24,6 +24,11 @@ from ddlsched.workload.trace import FILTER_REASONS, MAX_REASONS, Trace
 TIME_UNITS: dict[str, float] = {"ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
 """Seconds per unit for every ``time_unit`` option."""
 
+FRACTIONAL_RULES = ("ceil", "error")
+"""``fractional_gpus`` choices: round a fractional GPU request up to whole GPUs (``JobSpec.gpu_request`` keeps the
+share), or refuse it with a located error. There is no ``keep`` (``docs/traces.md`` "Fractional GPUs and GPU
+sharing"): the simulator places whole GPUs."""
+
 UNKNOWN_MODEL_RULES = ("error", "map")
 """``unknown_models`` choices: stop with a located error (default), or map to a seeded default model."""
 
@@ -37,6 +42,20 @@ def unit_factor(unit: str, *, field: str = "time_unit") -> float:
                          field=field) from None
 
 
+def check_fractional_rule(rule: str) -> None:
+    """An InputError naming ``--fractional-gpus`` unless ``rule`` is one of :data:`FRACTIONAL_RULES`; ``keep``
+    gets the reason it does not exist."""
+    if rule == "keep":
+        raise InputError("fractional_gpus='keep' is not supported: the simulator runs a job on exactly num_gpus "
+                         "whole GPUs, and its GPU-sharing model (sjf-bsbf, sjf-ffs, ...) co-locates whole-GPU jobs, "
+                         "at most 2 per GPU, slowed by a profiled pair-interference factor, not by a share; use ceil "
+                         "(round up, JobSpec.gpu_request keeps the share) or error (docs/traces.md, \"Fractional "
+                         "GPUs and GPU sharing\")", field="fractional_gpus")
+    if rule not in FRACTIONAL_RULES:
+        raise InputError(f"fractional_gpus must be one of {', '.join(FRACTIONAL_RULES)}, got {rule!r} "
+                         "(--fractional-gpus)", field="fractional_gpus")
+
+
 def check_file(path: str | Path) -> Path:
     """Return ``path`` as a Path, or raise a clear InputError when it is missing or not a file."""
     p = Path(path)
@@ -47,8 +66,8 @@ def check_file(path: str | Path) -> Path:
     return p
 
 
-__all__ = ["Builder", "Header", "Row", "check_file", "check_gpu_type", "iter_lines", "read_rows", "resolve_model",
-           "short", "unit_factor"]
+__all__ = ["FRACTIONAL_RULES", "Builder", "Header", "Row", "check_file", "check_fractional_rule", "check_gpu_type",
+           "iter_lines", "read_rows", "resolve_model", "short", "unit_factor"]
 
 
 def resolve_model(name: str, catalog: ModelCatalog) -> str | None:

@@ -143,8 +143,10 @@ def read_columns(path: Path, *, delimiter: str = ",", keep: Callable[[list[str]]
     pa, pc, pcsv = mods
     if not _plain_file(path, ord(delimiter)):
         return None
-    data = path.read_bytes().rstrip(b"\n") + b"\n"  # empty lines at the end hold no row
-    first = data.split(b"\n", 1)[0].decode("ascii").rstrip("\r")
+    data = path.read_bytes()
+    if not data.endswith(b"\n") or data.endswith(b"\n\n"):  # empty lines at the end hold no row
+        data = data.rstrip(b"\n") + b"\n"  # (a copy of the whole file: only when needed)
+    first = data[:data.find(b"\n")].decode("ascii").rstrip("\r")
     header = [c.strip() for c in first.split(delimiter)]
     if len(header) < 2:
         return None

@@ -16,6 +16,11 @@ NAME leaves the field unmapped). Fields left out are looked up under the common 
 * Without ``job_id`` ids are ``<stem>-<n>`` (n = data row, from 0); without ``arrival`` every job arrives at 0;
   without ``model`` one is assigned by hash(seed, job_id); ``gpu_type`` is kept on the job (and checked
   against ``gpu_types`` when the cluster is known).
+* Missing values: an empty field, or one of ``missing`` (``--missing``; default :data:`MISSING_DEFAULT`,
+  compared case-insensitively: ``Unknown``, ``None``, ``N/A``, ...). In a required field (``job_id``, the GPU
+  count, the times the run time and arrival are read from) a missing value is a located error naming file, line
+  and field (skipped and counted under ``skip_invalid``); in an optional one (``model``, ``batch_size``,
+  ``user``, ``gpu_type``) it means the field is absent for that job.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ddlsched.errors import InputError
+from ddlsched.workload import limits
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.limits import MAX_ARRIVAL_S, MAX_BATCH_SIZE, MAX_DURATION_S, MAX_GPUS, MAX_ITERATIONS
 from ddlsched.workload.loaders import columnar
@@ -40,6 +46,7 @@ from ddlsched.workload.loaders._common import (
     Header,
     Row,
     check_file,
+    check_fractional_rule,
     check_gpu_type,
     read_rows,
     resolve_model,
@@ -69,7 +76,29 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
 FIELDS = tuple(SYNONYMS)
 GPU_UNITS: dict[str, float] = {"gpus": 1.0, "milli": 1000.0, "percent": 100.0}
 """``gpu_unit`` choices: what one unit of the ``num_gpus`` column is (value / divisor = GPUs)."""
-FRACTIONAL_RULES = ("ceil", "error")
+
+MISSING_DEFAULT = ("unknown", "none", "null", "n/a", "na", "nan", "<none>")
+"""Values that mean "no value" besides the empty field (``--missing`` replaces them; compared lower-case):
+what Slurm (``Unknown``, ``None``), kubectl (``<none>``) and spreadsheet or pandas exports write."""
+OPTIONAL_FIELDS = ("model", "batch_size", "user", "gpu_type")
+"""Fields whose missing value means "absent" (every other mapped field is required)."""
+
+
+def parse_missing(missing: str | Iterable[str] | None) -> frozenset[str]:
+    """The missing-value set (lower case, always with the empty value) from ``--missing`` (comma-separated
+    values; ``""`` for only the empty field) or a list; :data:`MISSING_DEFAULT` when None."""
+    if missing is None:
+        items: Iterable[str] = MISSING_DEFAULT
+    elif isinstance(missing, str):
+        items = missing.split(",")
+    else:
+        items = missing
+    out = set()
+    for v in items:
+        if not isinstance(v, str):
+            raise InputError(f"missing: {v!r} is not a text value (--missing)", field="missing")
+        out.add(v.strip().lower())
+    return frozenset(out | {""})
 
 
 @dataclass(frozen=True)
@@ -147,6 +176,15 @@ def resolve_columns(header: list[str], columns: Mapping[str, str] | None) -> dic
     return {f: out[f] for f in FIELDS if f in out}
 
 
+def required(r: Row, name: str, missing: frozenset[str]) -> str:
+    """The value of a required column, or a located error when it is missing (empty or a ``--missing`` value)."""
+    v = r.raw(name)
+    if v.lower() in missing:
+        raise r.error(("empty value" if not v else f"missing value {short(v)}") + " in a required field "
+                      "(--skip-invalid skips such rows)", name)
+    return v
+
+
 def _flag_hint(field: str) -> str:
     return f"map one with --column {field}=NAME (columns={{'{field}': NAME}} in Python)"
 
@@ -170,9 +208,10 @@ def check_mapping(p: Path, header: list[str], col: dict[str, str]) -> None:
                          + _flag_hint("start"), path=str(p), line=1, field="end")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Parsed:
-    row: Row
+    """One row read, held until every arrival is known (the line, not the row's fields: memory per row)."""
+    line: int
     job_id: str
     arrival: TimeValue | None
     kw: dict[str, object]
@@ -181,12 +220,13 @@ class _Parsed:
 class _TimeColumn:
     """One time column: remembers whether its values are relative or absolute, and their time zone state."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, missing: frozenset[str]) -> None:
         self.name = name
+        self.missing = missing
         self.first: tuple[int, TimeValue] | None = None
 
     def parse(self, r: Row) -> TimeValue:
-        v = r.text(self.name)
+        v = required(r, self.name, self.missing)
         try:
             tv = parse_time(v)
         except ValueError as e:
@@ -250,10 +290,12 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
                      model_mix: Mapping[str, float] | None = None, gpu_unit: str = "gpus",
                      fractional_gpus: str = "ceil", gpu_types: Collection[str] | None = None,
                      unknown_models: str = "error", catalog: ModelCatalog | None = None,
-                     gpus_from: str | None = None) -> Trace:
+                     gpus_from: str | None = None, missing: str | Iterable[str] | None = None) -> Trace:
     """Load a CSV described by ``columns`` (see the module docstring for every rule). ``gpus_from``
-    (``--gpus-from``, :class:`GpusFrom`) reads the GPU count out of a column's text."""
+    (``--gpus-from``, :class:`GpusFrom`) reads the GPU count out of a column's text; ``missing``
+    (``--missing``, :func:`parse_missing`) lists the values that mean "no value"."""
     p = check_file(path)
+    miss = parse_missing(missing)
     expr = GpusFrom.parse(gpus_from) if gpus_from is not None else None
     if expr is not None:
         if columns and str(columns.get("num_gpus", expr.column) or expr.column) != expr.column:
@@ -266,9 +308,7 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
     if gpu_unit not in GPU_UNITS:
         raise InputError(f"unknown GPU unit {gpu_unit!r}; use one of {', '.join(GPU_UNITS)} (--gpu-unit)",
                          field="gpu_unit")
-    if fractional_gpus not in FRACTIONAL_RULES:
-        raise InputError(f"fractional_gpus must be one of {', '.join(FRACTIONAL_RULES)}, got {fractional_gpus!r} "
-                         "(--fractional-gpus)", field="fractional_gpus")
+    check_fractional_rule(fractional_gpus)
     def builder() -> Builder:
         return Builder(p, "generic_csv", skip_invalid=skip_invalid, seed=seed, model_mix=model_mix,
                        unknown_models=unknown_models, catalog=catalog)
@@ -282,7 +322,7 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
             plan = None
         fast = None if plan is None else _load_fast(p, b, plan, read[1], t_factor=t_factor, d_factor=d_factor,
                                                     gpu_unit=gpu_unit, fractional_gpus=fractional_gpus,
-                                                    gpu_types=gpu_types)
+                                                    gpu_types=gpu_types, missing=miss)
         if fast is not None:
             return fast
     b = builder()
@@ -295,10 +335,14 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
     if expr is not None:
         b.mapping["num_gpus"] = expr.describe()
         b.notes.append(f"num_gpus read with --gpus-from: {expr.describe()}")
-    tcols = {f: _TimeColumn(col[f]) for f in ("arrival", "start", "end") if f in col}
-    dcol = _TimeColumn(col["duration"]) if length == "duration" else None
-    fractional = 0
-    parsed: list[_Parsed] = []
+
+    def optional(r: Row, f: str) -> str | None:
+        """The value of optional field ``f`` in this row; None when unmapped or missing."""
+        assert f in OPTIONAL_FIELDS, f
+        if f not in col:
+            return None
+        v = r.raw(col[f])
+        return None if v.lower() in miss else v
 
     def point_s(r: Row, f: str, tv: TimeValue) -> float:
         """A relative time point in seconds (numbers in time_unit, clock values in seconds)."""
@@ -307,98 +351,121 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
                              positive=False)
         return r.seconds(tv.seconds, col[f], factor=1.0, unit="s", limit=MAX_ARRIVAL_S, what=f, positive=False)
 
-    for line, fields in rows:
-        try:
-            r = Row(p, line, fields, header)
-            job_id = r.text(col["job_id"]) if "job_id" in col else f"{p.stem}-{line - 2}"
-            kw: dict[str, object] = {}
-            # GPUs
-            if expr is not None:
-                req = expr.read(r) / GPU_UNITS[gpu_unit]
-                gpu_label = col["num_gpus"]
-            elif "num_gpus" in col:
-                req = r.number(col["num_gpus"], min_value=0) / GPU_UNITS[gpu_unit]
-                gpu_label = col["num_gpus"]
-            else:
-                req = 1.0
-                gpu_label = col["gpu_milli"]
-            if "gpu_milli" in col:
-                req = req * r.number(col["gpu_milli"], min_value=0) / 1000.0
-                gpu_label = col["gpu_milli"]
-            if not req > 0:
-                raise r.error("the job requests no GPU (0)", gpu_label)
-            if req > MAX_GPUS:
-                raise r.error(f"{req:g} GPUs is beyond the limit of {MAX_GPUS:,}", gpu_label)
-            n = math.ceil(req)
-            if n != req:
-                if fractional_gpus == "error":
-                    raise r.error(f"fractional GPU request {req:g} (pass --fractional-gpus ceil to round it up)",
-                                  gpu_label)
-                kw["gpu_request"] = req
-            kw["num_gpus"] = n
-            # length
-            arrival = tcols["arrival"].parse(r) if "arrival" in tcols else None
-            if length == "iterations":
-                kw["iterations"] = r.iterations(col["iterations"])
-            elif length == "duration":
-                assert dcol is not None
-                tv = dcol.parse(r)
-                if tv.cls == ABSOLUTE:
-                    raise r.error(f"{short(r.raw(col['duration']))} is a timestamp, not a duration; map it with "
-                                  f"--column end={col['duration']} instead", col["duration"])
-                factor, unit = (d_factor, d_unit) if tv.kind == "number" else (1.0, "s")
-                kw["duration_s"] = r.seconds(tv.seconds, col["duration"], factor=factor, unit=unit,
-                                             limit=MAX_DURATION_S, what="duration")
-            else:
-                end = tcols["end"].parse(r)
-                begin = tcols[start].parse(r) if start != "arrival" else arrival
-                assert begin is not None
-                if end.cls != begin.cls:
-                    raise r.error(f"{col['end']} and {col[start]} hold different kinds of time (a timestamp and a "
-                                  "relative value)", col["end"])
-                if end.when is not None and begin.when is not None:
-                    if (end.when.tzinfo is None) != (begin.when.tzinfo is None):
-                        raise r.error(f"{col['end']} and {col[start]}: timestamps with and without a time zone",
-                                      col["end"])
-                    d = (end.when - begin.when).total_seconds()
+    def parse_rows(bb: Builder, rows: Iterator[tuple[int, list[str]]], keep: bool) -> list[_Parsed]:
+        """Every data row parsed (a row error raised or counted on ``bb``); kept only when ``keep``."""
+        tcols: dict[str, _TimeColumn] = {f: _TimeColumn(col[f], miss) for f in ("arrival", "start", "end") if f in col}
+        dcol = _TimeColumn(col["duration"], miss) if length == "duration" else None
+        out: list[_Parsed] = []
+        for line, fields in rows:
+            try:
+                r = Row(p, line, fields, header)
+                job_id = required(r, col["job_id"], miss) if "job_id" in col else f"{p.stem}-{line - 2}"
+                kw: dict[str, object] = {}
+                # GPUs
+                if expr is not None:
+                    required(r, expr.column, miss)
+                    req = expr.read(r) / GPU_UNITS[gpu_unit]
+                    gpu_label = col["num_gpus"]
+                elif "num_gpus" in col:
+                    required(r, col["num_gpus"], miss)
+                    req = r.number(col["num_gpus"], min_value=0) / GPU_UNITS[gpu_unit]
+                    gpu_label = col["num_gpus"]
                 else:
-                    d = point_s(r, "end", end) - point_s(r, start, begin)
-                if not d > 0:
-                    raise r.error(f"end {short(r.raw(col['end']))} is not after {start} "
-                                  f"{short(r.raw(col[start]))} (run time {d:g} s)", col["end"])
-                if d > MAX_DURATION_S:
-                    raise r.error(f"run time {d:g} s is beyond the limit of {MAX_DURATION_S:g} s", col["end"])
-                kw["duration_s"] = d
-            if arrival is not None and arrival.cls != ABSOLUTE:
-                arrival = TimeValue(arrival.kind, point_s(r, "arrival", arrival))
-            if "batch_size" in col:
-                kw["batch_size"] = r.batch_size(col["batch_size"])
-            if "user" in col:
-                kw["user"] = r.raw(col["user"]) or None
-            if "gpu_type" in col and r.raw(col["gpu_type"]):
-                kw["gpu_type"] = check_gpu_type(r, r.raw(col["gpu_type"]), col["gpu_type"], gpu_types)
-            model = r.raw(col["model"]) if "model" in col else None
-            kw["model"] = b.model(model, job_id, r, col.get("model"))
-            parsed.append(_Parsed(r, job_id, arrival, kw))
-        except InputError as e:
-            b.reject(e)
+                    req = 1.0
+                    gpu_label = col["gpu_milli"]
+                if "gpu_milli" in col:
+                    required(r, col["gpu_milli"], miss)
+                    req = req * r.number(col["gpu_milli"], min_value=0) / 1000.0
+                    gpu_label = col["gpu_milli"]
+                if not req > 0:
+                    raise r.error("the job requests no GPU (0)", gpu_label)
+                if req > MAX_GPUS:
+                    raise r.error(f"{req:g} GPUs is beyond the limit of {MAX_GPUS:,}", gpu_label)
+                n = math.ceil(req)
+                if n != req:
+                    if fractional_gpus == "error":
+                        raise r.error(f"fractional GPU request {req:g} (pass --fractional-gpus ceil to round it up)",
+                                      gpu_label)
+                    kw["gpu_request"] = req
+                kw["num_gpus"] = n
+                # length
+                arrival = tcols["arrival"].parse(r) if "arrival" in tcols else None
+                if length == "iterations":
+                    required(r, col["iterations"], miss)
+                    kw["iterations"] = r.iterations(col["iterations"])
+                elif length == "duration":
+                    assert dcol is not None
+                    tv = dcol.parse(r)
+                    if tv.cls == ABSOLUTE:
+                        raise r.error(f"{short(r.raw(col['duration']))} is a timestamp, not a duration; map it with "
+                                      f"--column end={col['duration']} instead", col["duration"])
+                    factor, unit = (d_factor, d_unit) if tv.kind == "number" else (1.0, "s")
+                    kw["duration_s"] = r.seconds(tv.seconds, col["duration"], factor=factor, unit=unit,
+                                                 limit=MAX_DURATION_S, what="duration")
+                else:
+                    end = tcols["end"].parse(r)
+                    begin = tcols[start].parse(r) if start != "arrival" else arrival
+                    assert begin is not None
+                    if end.cls != begin.cls:
+                        raise r.error(f"{col['end']} and {col[start]} hold different kinds of time (a timestamp and a "
+                                      "relative value)", col["end"])
+                    if end.when is not None and begin.when is not None:
+                        if (end.when.tzinfo is None) != (begin.when.tzinfo is None):
+                            raise r.error(f"{col['end']} and {col[start]}: timestamps with and without a time zone",
+                                          col["end"])
+                        d = (end.when - begin.when).total_seconds()
+                    else:
+                        d = point_s(r, "end", end) - point_s(r, start, begin)
+                    if not d > 0:
+                        raise r.error(f"end {short(r.raw(col['end']))} is not after {start} "
+                                      f"{short(r.raw(col[start]))} (run time {d:g} s)", col["end"])
+                    if d > MAX_DURATION_S:
+                        raise r.error(f"run time {d:g} s is beyond the limit of {MAX_DURATION_S:g} s", col["end"])
+                    kw["duration_s"] = d
+                if arrival is not None and arrival.cls != ABSOLUTE:
+                    arrival = TimeValue(arrival.kind, point_s(r, "arrival", arrival))
+                if optional(r, "batch_size") is not None:
+                    kw["batch_size"] = r.batch_size(col["batch_size"])
+                if "user" in col:
+                    kw["user"] = optional(r, "user")
+                gtype = optional(r, "gpu_type")
+                if gtype is not None:
+                    kw["gpu_type"] = check_gpu_type(r, gtype, col["gpu_type"], gpu_types)
+                kw["model"] = bb.model(optional(r, "model"), job_id, r, col.get("model"))
+                if keep:
+                    out.append(_Parsed(line, job_id, arrival, kw))
+            except InputError as e:
+                bb.reject(e)
+        return out
+
+    if not skip_invalid and p.stat().st_size > limits.CHECK_FIRST_BYTES:
+        # a first pass that keeps nothing: a bad row late in a huge file fails in bounded memory
+        pass_rows = read_rows(p, delimiter=delimiter)
+        next(pass_rows, None)
+        parse_rows(builder(), pass_rows, keep=False)
+    fractional = 0
+    parsed = parse_rows(b, rows, keep=True)
     epoch: datetime | None = None
     stamps = [x.arrival.when for x in parsed if x.arrival is not None and x.arrival.when is not None]
     if stamps:
         epoch = min(stamps)
         b.notes.append(f"arrival_s = seconds since the earliest {col['arrival']} ({epoch.isoformat()}"
                        + (", wall clock)" if epoch.tzinfo is None else ")"))
-    for x in parsed:
+    del stamps
+    parsed.reverse()
+    while parsed:  # each row's record is freed once its job is built (peak memory)
+        x = parsed.pop()
+        row = Row(p, x.line, [])
         try:
             if x.arrival is None:
                 arrival_s = 0.0
             elif x.arrival.when is not None:
                 assert epoch is not None
-                arrival_s = x.row.seconds((x.arrival.when - epoch).total_seconds(), col["arrival"], factor=1.0,
-                                          unit="s", limit=MAX_ARRIVAL_S, what="arrival", positive=False)
+                arrival_s = row.seconds((x.arrival.when - epoch).total_seconds(), col["arrival"], factor=1.0,
+                                        unit="s", limit=MAX_ARRIVAL_S, what="arrival", positive=False)
             else:
                 arrival_s = x.arrival.seconds
-            b.add(x.row, job_id=x.job_id, arrival_s=arrival_s, **x.kw)
+            b.add(row, job_id=x.job_id, arrival_s=arrival_s, **x.kw)
             fractional += "gpu_request" in x.kw
         except InputError as e:
             b.reject(e)
@@ -439,7 +506,8 @@ def _finite(arr: Any) -> np.ndarray | None:
 
 
 def _load_fast(p: Path, b: Builder, plan: _Plan, cols: list[Any], *, t_factor: float, d_factor: float,
-               gpu_unit: str, fractional_gpus: str, gpu_types: Collection[str] | None) -> Trace | None:
+               gpu_unit: str, fractional_gpus: str, gpu_types: Collection[str] | None,
+               missing: frozenset[str]) -> Trace | None:
     """The trace read column-wise when every mapped value is in the plain form the fast path handles (time
     values: plain numbers; no timestamps or clock durations) and every row passes every check the row loop
     makes; None otherwise, and the row loop reads the file. Same jobs, notes and order as the row loop."""
@@ -447,6 +515,10 @@ def _load_fast(p: Path, b: Builder, plan: _Plan, cols: list[Any], *, t_factor: f
 
     def arr(f: str) -> Any:
         return cols[plan.header.index[col[f]]]
+
+    def texts(f: str) -> list[str]:
+        """An optional text column's values, a missing value as ``""``."""
+        return [v if v.lower() not in missing else "" for v in arr(f).to_pylist()]
 
     def count(f: str, *, nonneg: bool = True) -> np.ndarray | None:
         x = _finite(arr(f))
@@ -459,7 +531,7 @@ def _load_fast(p: Path, b: Builder, plan: _Plan, cols: list[Any], *, t_factor: f
     n = len(cols[0])
     if "job_id" in col:
         ids: list[str] = arr("job_id").to_pylist()
-        if not all(ids):
+        if not all(ids) or any(v.lower() in missing for v in set(ids)):
             return None
     else:
         ids = [f"{p.stem}-{i}" for i in range(n)]
@@ -518,10 +590,10 @@ def _load_fast(p: Path, b: Builder, plan: _Plan, cols: list[Any], *, t_factor: f
         if bs is None or not (np.all(bs > 0) and np.all(bs <= MAX_BATCH_SIZE) and np.all(bs == np.floor(bs))):
             return None
         batch = bs.astype(np.int64).tolist()
-    users = [u or None for u in arr("user").to_pylist()] if "user" in col else None
+    users = [u or None for u in texts("user")] if "user" in col else None
     types: list[str | None] | None = None
     if "gpu_type" in col:
-        raw = arr("gpu_type").to_pylist()
+        raw = texts("gpu_type")
         spelled: dict[str, str] = {}
         try:
             for v in set(raw) - {""}:
@@ -529,7 +601,7 @@ def _load_fast(p: Path, b: Builder, plan: _Plan, cols: list[Any], *, t_factor: f
         except InputError:
             return None
         types = [spelled[v] if v else None for v in raw]
-    models = _models(b, ids, arr("model").to_pylist() if "model" in col else None)
+    models = _models(b, ids, texts("model") if "model" in col else None)
     if models is None:
         return None
     kw: dict[str, list[Any]] = {"job_id": ids, "arrival_s": arrival.tolist(),

@@ -22,14 +22,23 @@ Missing values: empty, ``<none>``, ``null``, ``None``. Filtering order per row: 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 
 from ddlsched.errors import InputError
+from ddlsched.workload import limits
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.limits import MAX_ARRIVAL_S, MAX_DURATION_S, MAX_GPUS
-from ddlsched.workload.loaders._common import Builder, Header, Row, check_file, read_rows, short
+from ddlsched.workload.loaders._common import (
+    Builder,
+    Header,
+    Row,
+    check_file,
+    check_fractional_rule,
+    read_rows,
+    short,
+)
 from ddlsched.workload.loaders.states import K8S_DEFAULT, K8S_STATES, parse_states, state_notes
 from ddlsched.workload.loaders.timevalues import parse_time
 from ddlsched.workload.model_mapping import assign_model
@@ -50,7 +59,10 @@ _ROLES: dict[str, tuple[str, ...]] = {
     "gpus": ("gpus", "nvidia.com/gpu", "gpu"),
     "share": ("gpushare", "gpu_share"),
 }
-FRACTIONAL_RULES = ("ceil", "error")
+
+
+_Pod = tuple[int, str, datetime, dict[str, object], str]
+"""A pod that ran: (line, job id, creation time, JobSpec fields, phase)."""
 
 
 def is_k8s_header(cols: Collection[str]) -> bool:
@@ -97,9 +109,7 @@ def load_kubernetes(path: str | Path, *, skip_invalid: bool = False, seed: int =
     job by hash(seed, job_id) from ``model_mix``."""
     p = check_file(path)
     chosen = parse_states(states, K8S_STATES, K8S_DEFAULT, "Kubernetes")
-    if fractional_gpus not in FRACTIONAL_RULES:
-        raise InputError(f"fractional_gpus must be one of {', '.join(FRACTIONAL_RULES)}, got {fractional_gpus!r} "
-                         "(--fractional-gpus)", field="fractional_gpus")
+    check_fractional_rule(fractional_gpus)
     b = Builder(p, "kubernetes", skip_invalid=skip_invalid, seed=seed, model_mix=model_mix,
                 unknown_models=unknown_models, catalog=catalog)
     rows = read_rows(p)
@@ -108,62 +118,76 @@ def load_kubernetes(path: str | Path, *, skip_invalid: bool = False, seed: int =
         raise InputError("empty file", path=str(p), line=1)
     header = Header(p, first[1], [])
     col = _roles(p, first[1])
-    parsed: list[tuple[Row, str, datetime, dict[str, object], str]] = []
-    by_deletion = fractional = 0
-    for line, fields in rows:
-        try:
-            r = Row(p, line, fields, header)
-            job_id = r.text(col["name"], "name")
-            phase = r.text(col["phase"]).lower()
-            if phase not in K8S_STATES:
-                raise r.error(f"unknown phase {short(r.raw(col['phase']))}; known: "
-                              f"{', '.join(s.capitalize() for s in K8S_STATES)}", col["phase"])
-            sched = col.get("scheduled")
-            if phase == "pending" or (sched is not None and _missing(r.raw(sched))):
-                b.filter("never_ran", r.source)
-                continue
-            if phase not in chosen:
-                b.filter("state", r.source)
-                continue
-            req = r.number(col["gpus"], min_value=0)
-            if "share" in col and not _missing(r.raw(col["share"])):
-                share = r.number(col["share"], positive=True, max_value=1.0)
-                req *= share
-            if req == 0:
-                b.filter("zero_gpus", r.source)
-                continue
-            if req > MAX_GPUS:
-                raise r.error(f"{req:g} GPUs is beyond the limit of {MAX_GPUS:,}", col["gpus"])
-            created = _when(r, col["created"])
-            start_col = col.get("started") if "started" in col and not _missing(r.raw(col["started"])) else sched
-            if start_col is None or _missing(r.raw(start_col)):
-                raise r.error("no start time (startTime or scheduledTime)", col.get("started", "startTime"))
-            start = _when(r, start_col)
-            if "finished" in col and not _missing(r.raw(col["finished"])):
-                end, end_col = _when(r, col["finished"]), col["finished"]
-            elif "deleted" in col and not _missing(r.raw(col["deleted"])):
-                end, end_col = _when(r, col["deleted"]), col["deleted"]
-                by_deletion += 1
-            else:
-                raise r.error("the pod ran but has no end time (finishedAt or deletionTimestamp)",
-                              col.get("finished", col.get("deleted")))
-            run = (end - start).total_seconds()
-            if not run > 0:
-                raise r.error(f"end {short(r.raw(end_col))} is not after the start {short(r.raw(start_col))}",
-                              end_col)
-            if run > MAX_DURATION_S:
-                raise r.error(f"run time {run:g} s is beyond the limit of {MAX_DURATION_S:g} s", end_col)
-            kw: dict[str, object] = {"num_gpus": math.ceil(req), "duration_s": run}
-            if kw["num_gpus"] != req:
-                if fractional_gpus == "error":
-                    raise r.error(f"fractional GPU request {req:g} (pass --fractional-gpus ceil to round it up)",
-                                  col.get("share", col["gpus"]))
-                kw["gpu_request"] = req
-            if "namespace" in col:
-                kw["user"] = r.raw(col["namespace"]) or None
-            parsed.append((r, job_id, created, kw, phase))
-        except InputError as e:
-            b.reject(e)
+    def scan(bb: Builder, rows: Iterator[tuple[int, list[str]]], keep: bool) -> tuple[list[_Pod], int]:
+        """Every data row read (a row error raised or counted on ``bb``; the pods kept only when ``keep``) and
+        the count of runs that end at the deletion."""
+        parsed: list[_Pod] = []
+        by_deletion = 0
+        for line, fields in rows:
+            try:
+                r = Row(p, line, fields, header)
+                job_id = r.text(col["name"], "name")
+                phase = r.text(col["phase"]).lower()
+                if phase not in K8S_STATES:
+                    raise r.error(f"unknown phase {short(r.raw(col['phase']))}; known: "
+                                  f"{', '.join(s.capitalize() for s in K8S_STATES)}", col["phase"])
+                sched = col.get("scheduled")
+                if phase == "pending" or (sched is not None and _missing(r.raw(sched))):
+                    bb.filter("never_ran", r.source)
+                    continue
+                if phase not in chosen:
+                    bb.filter("state", r.source)
+                    continue
+                req = r.number(col["gpus"], min_value=0)
+                if "share" in col and not _missing(r.raw(col["share"])):
+                    share = r.number(col["share"], positive=True, max_value=1.0)
+                    req *= share
+                if req == 0:
+                    bb.filter("zero_gpus", r.source)
+                    continue
+                if req > MAX_GPUS:
+                    raise r.error(f"{req:g} GPUs is beyond the limit of {MAX_GPUS:,}", col["gpus"])
+                created = _when(r, col["created"])
+                start_col = col.get("started") if "started" in col and not _missing(r.raw(col["started"])) else sched
+                if start_col is None or _missing(r.raw(start_col)):
+                    raise r.error("no start time (startTime or scheduledTime)", col.get("started", "startTime"))
+                start = _when(r, start_col)
+                if "finished" in col and not _missing(r.raw(col["finished"])):
+                    end, end_col = _when(r, col["finished"]), col["finished"]
+                elif "deleted" in col and not _missing(r.raw(col["deleted"])):
+                    end, end_col = _when(r, col["deleted"]), col["deleted"]
+                    by_deletion += 1
+                else:
+                    raise r.error("the pod ran but has no end time (finishedAt or deletionTimestamp)",
+                                  col.get("finished", col.get("deleted")))
+                run = (end - start).total_seconds()
+                if not run > 0:
+                    raise r.error(f"end {short(r.raw(end_col))} is not after the start {short(r.raw(start_col))}",
+                                  end_col)
+                if run > MAX_DURATION_S:
+                    raise r.error(f"run time {run:g} s is beyond the limit of {MAX_DURATION_S:g} s", end_col)
+                kw: dict[str, object] = {"num_gpus": math.ceil(req), "duration_s": run}
+                if kw["num_gpus"] != req:
+                    if fractional_gpus == "error":
+                        raise r.error(f"fractional GPU request {req:g} (pass --fractional-gpus ceil to round it up)",
+                                      col.get("share", col["gpus"]))
+                    kw["gpu_request"] = req
+                if "namespace" in col:
+                    kw["user"] = r.raw(col["namespace"]) or None
+                if keep:
+                    parsed.append((line, job_id, created, kw, phase))
+            except InputError as e:
+                bb.reject(e)
+        return parsed, by_deletion
+
+    if not skip_invalid and p.stat().st_size > limits.CHECK_FIRST_BYTES:
+        # a first pass that keeps nothing: a bad row late in a huge file fails in bounded memory
+        again = read_rows(p)
+        next(again, None)
+        scan(Builder(p, "kubernetes", skip_invalid=False, seed=seed, model_mix=model_mix,
+                     unknown_models=unknown_models, catalog=catalog), again, keep=False)
+    parsed, by_deletion = scan(b, rows, keep=True)
+    fractional = 0
     b.mapping = {"job_id": col["name"], "arrival": col["created"], "num_gpus": col["gpus"]
                  + (f" x {col['share']}" if "share" in col else ""), "state": col["phase"],
                  "duration": f"{col.get('finished', col.get('deleted'))} - {col.get('started', col.get('scheduled'))}"}
@@ -174,7 +198,8 @@ def load_kubernetes(path: str | Path, *, skip_invalid: bool = False, seed: int =
     if epoch is not None:
         b.notes.append(f"arrival_s = seconds since the earliest {col['created']} ({epoch.isoformat()})")
     kept: dict[str, int] = {}
-    for r, job_id, created, kw, phase in parsed:
+    for line, job_id, created, kw, phase in parsed:
+        r = Row(p, line, [])
         try:
             assert epoch is not None
             arrival = (created - epoch).total_seconds()

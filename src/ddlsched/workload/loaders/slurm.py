@@ -17,6 +17,9 @@ Columns (sacct field names, case-insensitive; ``docs/traces.md`` "Slurm"):
   when there is no TRES column.
 * ``User`` (else ``Account``) — ``JobSpec.user``.
 
+A row that asks only for GPU shares (``gres/shard``, ``gres/mps``) and no whole GPU is ``zero_gpus`` like a CPU
+job; a note counts such rows (GPU shares are not simulated: ``docs/traces.md``, "Fractional GPUs and GPU sharing").
+
 ``Unknown``, ``None``, ``N/A`` and empty values are *missing*. A job that ran and is kept in a state other than
 ``COMPLETED`` carries it in ``JobSpec.state`` (a note counts them). Filtering order per row: step, never ran,
 state, zero GPUs; each row is counted once, under the first reason that applies.
@@ -25,7 +28,7 @@ state, zero GPUs; each row is counted once, under the first reason that applies.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ddlsched.errors import InputError
+from ddlsched.workload import limits
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.limits import MAX_ARRIVAL_S, MAX_DURATION_S, MAX_GPUS
 from ddlsched.workload.loaders import columnar
@@ -56,6 +60,9 @@ _HET = re.compile(r"(\d+)\+(\d+)")
 _PAIR = r"[A-Za-z0-9_/:.\-]+=[^,=]+"
 _TRES = re.compile(rf"{_PAIR}(?:,{_PAIR})*")
 _GRES_ITEM = re.compile(r"gpu(?::([A-Za-z0-9_.\-]+))?:(\d+)(?:\(.*\))?")
+_SHARE = r"(?:^|,)(?:gres/)?(?:shard|mps)(?:[:=]|$)"
+"""A Slurm request for a *share* of a GPU (``gres/shard=2``, ``gres/mps=50``; GRES ``shard:2``)."""
+_SHARE_RE = re.compile(_SHARE)
 _CLOCK = r"^(?:(?P<d>[0-9]{1,6})-)?(?P<h>[0-9]{1,7}):(?P<m>[0-9]{2}):(?P<s>[0-9]{2})$"
 
 
@@ -199,7 +206,7 @@ def _run_time(r: Row, c: _Cols) -> float | None:
     return None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Job:
     line: int
     source: str
@@ -237,39 +244,55 @@ def load_slurm(path: str | Path, *, skip_invalid: bool = False, seed: int = 0,
         raise InputError("empty file", path=str(p), line=1)
     header = Header(p, first[1], [])
     c = _columns(p, header)
-    jobs: list[_Job] = []
-    for line, fields in rows:
-        try:
-            r = Row(p, line, fields, header)
-            job_id = r.text(c.job_id)
-            if "." in job_id:
-                b.filter("step", r.source)
-                continue
-            state = slurm_state(r, c.state)
-            run_s = _run_time(r, c)
-            never = (c.start is not None and _missing(r.raw(c.start))) or run_s is None or run_s == 0
-            if never:
-                b.filter("never_ran", r.source)
-                continue
-            assert run_s is not None
-            if state not in chosen:
-                b.filter("state", r.source)
-                continue
-            gpus, gtype = tres_gpus(r, c.gpus, gres=c.gres)
-            if gpus == 0:
-                b.filter("zero_gpus", r.source)
-                continue
-            if gtype is not None:
-                gtype = check_gpu_type(r, gtype, c.gpus, gpu_types)
-            submit = _timestamp(r, c.submit)
-            user = (r.raw(c.user) or None) if c.user else None
-            m = _HET.fullmatch(job_id)
-            jobs.append(_Job(line, r.source, m[1] if m else job_id, submit, run_s, gpus, gtype, state, user,
-                             m[1] if m else None))
-        except InputError as e:
-            b.reject(e)
+
+    def scan(bb: Builder, rows: Iterator[tuple[int, list[str]]], keep: bool) -> tuple[list[_Job], int]:
+        """The jobs of every data row (a row error raised or counted on ``bb``; kept only when ``keep``) and the
+        count of rows that ask only for GPU shares."""
+        jobs: list[_Job] = []
+        shares = 0
+        for line, fields in rows:
+            try:
+                r = Row(p, line, fields, header)
+                job_id = r.text(c.job_id)
+                if "." in job_id:
+                    bb.filter("step", r.source)
+                    continue
+                state = slurm_state(r, c.state)
+                run_s = _run_time(r, c)
+                never = (c.start is not None and _missing(r.raw(c.start))) or run_s is None or run_s == 0
+                if never:
+                    bb.filter("never_ran", r.source)
+                    continue
+                assert run_s is not None
+                if state not in chosen:
+                    bb.filter("state", r.source)
+                    continue
+                gpus, gtype = tres_gpus(r, c.gpus, gres=c.gres)
+                if gpus == 0:
+                    bb.filter("zero_gpus", r.source)
+                    shares += _SHARE_RE.search(r.raw(c.gpus)) is not None
+                    continue
+                if gtype is not None:
+                    gtype = check_gpu_type(r, gtype, c.gpus, gpu_types)
+                submit = _timestamp(r, c.submit)
+                user = (r.raw(c.user) or None) if c.user else None
+                m = _HET.fullmatch(job_id)
+                if keep:
+                    jobs.append(_Job(line, r.source, m[1] if m else job_id, submit, run_s, gpus, gtype, state,
+                                     user, m[1] if m else None))
+            except InputError as e:
+                bb.reject(e)
+        return jobs, shares
+
+    if not skip_invalid and p.stat().st_size > limits.CHECK_FIRST_BYTES:
+        # a first pass that keeps nothing: a bad row late in a huge file fails in bounded memory
+        again = read_rows(p, delimiter=delim)
+        next(again, None)
+        scan(Builder(p, "slurm", skip_invalid=False, seed=seed, model_mix=model_mix,
+                     unknown_models=unknown_models, catalog=catalog), again, keep=False)
+    jobs, shares = scan(b, rows, keep=True)
     jobs = _merge_het(b, jobs)
-    return _finish(b, jobs, chosen, c)
+    return _finish(b, jobs, chosen, c, shares)
 
 
 def _merge_het(b: Builder, jobs: list[_Job]) -> list[_Job]:
@@ -306,7 +329,13 @@ def _describe(b: Builder, c: _Cols, epoch: datetime | None) -> None:
         b.notes.append(f"arrival_s = seconds since the earliest {c.submit} ({epoch.isoformat()}, wall clock)")
 
 
-def _finish(b: Builder, jobs: list[_Job], chosen: frozenset[str], c: _Cols) -> Trace:
+def _share_note(b: Builder, shares: int) -> None:
+    if shares:
+        b.notes.append(f"{shares:,} of the zero_gpus rows ask only for GPU shares (gres/shard or gres/mps, no "
+                       "whole GPU): not simulated (the simulator places whole GPUs)")
+
+
+def _finish(b: Builder, jobs: list[_Job], chosen: frozenset[str], c: _Cols, shares: int) -> Trace:
     """Arrivals from the earliest submission, the jobs built and checked, the notes (both paths)."""
     epoch = min((j.submit for j in jobs), default=None)
     _describe(b, c, epoch)
@@ -335,6 +364,7 @@ def _finish(b: Builder, jobs: list[_Job], chosen: frozenset[str], c: _Cols) -> T
         except InputError as e:
             b.reject(e)
     b.notes.extend(state_notes(kept, "completed", chosen))
+    _share_note(b, shares)
     if runs:
         b.notes.append(f"{len(runs):,} job ids appear on several rows (a requeued job's runs): the later runs are "
                        "jobs ID#2, ID#3, ...")
@@ -374,14 +404,20 @@ def _load_fast(p: Path, b: Builder, chosen: frozenset[str], delim: str,
     if pc.any(pc.equal(ids, "")).as_py() or pc.any(pc.match_substring(ids, "+")).as_py():
         return None
     step = np.asarray(pc.match_substring(ids, ".").to_numpy(zero_copy_only=False), dtype=bool)
-    st = pc.extract_regex(col(c.state), r"^(?P<s>[A-Za-z_]+)\+?(?: by \S+)?$")
+    # the row path reads nothing but the id of a step row: the checks below look at the other rows only
+    rest = np.flatnonzero(~step)
+    rest_a = pa.array(rest)
+
+    def of_rest(name: str) -> Any:
+        return pc.take(col(name), rest_a)
+
+    st = pc.extract_regex(of_rest(c.state), r"^(?P<s>[A-Za-z_]+)\+?(?: by \S+)?$")
     if st.null_count:
         return None
-    state = pc.utf8_lower(st.field("s"))
-    if not pc.all(pc.is_in(state, value_set=pa.array(SLURM_STATES))).as_py():
+    state_rest = pc.utf8_lower(st.field("s"))
+    if not pc.all(pc.is_in(state_rest, value_set=pa.array(SLURM_STATES))).as_py():
         return None
-    el = col(c.elapsed)
-    ext = pc.extract_regex(el, _CLOCK)
+    ext = pc.extract_regex(of_rest(c.elapsed), _CLOCK)
     if ext.null_count:
         return None
 
@@ -394,16 +430,24 @@ def _load_fast(p: Path, b: Builder, chosen: frozenset[str], delim: str,
     has_day = np.asarray(pc.not_equal(ext.field("d"), "").to_numpy(zero_copy_only=False))
     if np.any(m >= 60) or np.any(s >= 60) or np.any(has_day & (h >= 24)):
         return None
-    run = (d * 86400 + h * 3600 + m * 60 + s).astype(np.float64)
-    if np.any(run > MAX_DURATION_S):
+    run_rest = (d * 86400 + h * 3600 + m * 60 + s).astype(np.float64)
+    if np.any(run_rest > MAX_DURATION_S):
         return None
-    never = run == 0
+    never_rest = run_rest == 0
     if c.start is not None:
-        never |= np.asarray(pc.is_in(pc.utf8_lower(col(c.start)), value_set=pa.array(sorted(MISSING)))
-                            .to_numpy(zero_copy_only=False), dtype=bool)
-    chosen_mask = np.asarray(pc.is_in(state, value_set=pa.array(sorted(chosen))).to_numpy(zero_copy_only=False),
-                             dtype=bool)
-    # steps first, then never ran, then state, then GPUs (the row path's order)
+        never_rest |= np.asarray(pc.is_in(pc.utf8_lower(of_rest(c.start)), value_set=pa.array(sorted(MISSING)))
+                                 .to_numpy(zero_copy_only=False), dtype=bool)
+    chosen_rest = np.asarray(pc.is_in(state_rest, value_set=pa.array(sorted(chosen)))
+                             .to_numpy(zero_copy_only=False), dtype=bool)
+    # steps first, then never ran, then state, then GPUs (the row path's order); masks over all n rows
+    run = np.zeros(n)
+    run[rest] = run_rest
+    never = np.zeros(n, dtype=bool)
+    never[rest] = never_rest
+    chosen_mask = np.zeros(n, dtype=bool)
+    chosen_mask[rest] = chosen_rest
+    state_pos = np.full(n, -1, dtype=np.int64)
+    state_pos[rest] = np.arange(len(rest))
     r_step = step
     r_never = ~r_step & never
     r_state = ~r_step & ~r_never & ~chosen_mask
@@ -442,6 +486,9 @@ def _load_fast(p: Path, b: Builder, chosen: frozenset[str], delim: str,
 
     r_zero = np.zeros(n, dtype=bool)
     r_zero[idx[zero]] = True
+    shares = 0
+    if zero.any():
+        shares = int(pc.sum(pc.match_substring_regex(pc.filter(tres, pa.array(zero)), _SHARE)).as_py() or 0)
     for reason, mask in (("step", r_step), ("never_ran", r_never), ("state", r_state), ("zero_gpus", r_zero)):
         k = int(mask.sum())
         if k:
@@ -454,7 +501,7 @@ def _load_fast(p: Path, b: Builder, chosen: frozenset[str], delim: str,
     arrival = (secs - epoch_s).astype(np.float64)
     if np.any(arrival > MAX_ARRIVAL_S):
         return None
-    kstate = pc.take(state, pa.array(keep)).to_pylist()
+    kstate = pc.take(state_rest, pa.array(state_pos[keep])).to_pylist()
     users = pc.take(col(c.user), pa.array(keep)).to_pylist() if c.user else None
     models = assign_models(kid, seed=b.seed, mix=b.model_mix)
     kept: dict[str, int] = {}
@@ -463,7 +510,7 @@ def _load_fast(p: Path, b: Builder, chosen: frozenset[str], delim: str,
     kw: dict[str, list[Any]] = {"job_id": kid, "arrival_s": arrival.tolist(), "num_gpus": gpus[~zero].tolist(),
                                 "model": models, "duration_s": run[keep].tolist(),
                                 "state": [None if s_ == "completed" else s_ for s_ in kstate],
-                                "source": [f"{p}:{int(x)}" for x in lines[keep]]}
+                                "source": [f"{p}:{x}" for x in lines[keep].tolist()]}
     if users is not None:
         kw["user"] = [u or None for u in users]
     try:
@@ -477,4 +524,5 @@ def _load_fast(p: Path, b: Builder, chosen: frozenset[str], delim: str,
     del gpu_types  # untyped GPUs only on this path
     _describe(b, c, epoch)
     b.notes.extend(state_notes(kept, "completed", chosen))
+    _share_note(b, shares)
     return b.finish(epoch=epoch)
