@@ -34,15 +34,16 @@ from typing import Any
 
 from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 
+from ddlsched.cluster.topology import Cluster
 from ddlsched.engine.decisions import Decision, Preempt, Start
 from ddlsched.engine.jobview import JobView
 from ddlsched.engine.model import Requirements
 from ddlsched.engine.state import JobStatus
 from ddlsched.engine.view import SchedulerView
 from ddlsched.policies.baselines import OrderedPolicy
+from ddlsched.policies.hindsight_speed import FastestTypeConsolidated, speed_factor
 from ddlsched.policies.las_queues import QueuedByClass, RunningByClass
 from ddlsched.policies.ordering import Ordering
-from ddlsched.policies.placement import PLACEMENTS
 from ddlsched.policies.registry import register
 
 _TOL = 1e-6
@@ -182,11 +183,15 @@ class HindsightOrdering(Ordering):
         self._queued: QueuedByClass | None = None
         self._running: RunningByClass | None = None
         self.promotions = 0
+        self.hetero = False  # service in fastest-type GPU-seconds (set by the policy from the cluster)
+        self._seg: dict[str, tuple[float, float, float]] = {}  # job -> (service before, raw GPU-s at start, factor)
 
     def reset(self) -> None:
         self._cache.clear()
         self._keys.clear()
         self._boost.clear()
+        self._seg.clear()
+        self.hetero = False
         self._queued = self._running = None
         self.promotions = 0
 
@@ -198,8 +203,27 @@ class HindsightOrdering(Ordering):
 
     def forget(self, job_id: str) -> None:
         self._keys.pop(job_id, None)
+        self._seg.pop(job_id, None)
         self._boost.pop(job_id, None)
         self._cache.pop(job_id, None)
+
+    # ------------------------------------------------------------ service
+    def service(self, job: JobView) -> tuple[float, float]:
+        """(attained service, its rate per GPU per second while running now): GPU-seconds held, or on a
+        heterogeneous cluster GPU-seconds on the job's fastest type (rule 1; ``hindsight_speed``)."""
+        if not self.hetero:
+            return job.attained_gpu_s, 1.0
+        seg = self._seg.get(job.job_id)
+        if seg is None:
+            return job.attained_gpu_s, 1.0
+        before, raw0, factor = seg
+        return before + (job.attained_gpu_s - raw0) * factor, factor
+
+    def start_segment(self, job: JobView, gpus: Sequence[int], cluster: Cluster) -> None:
+        """A job starts on ``gpus``: close its last run's service and open one at this placement's speed."""
+        if self.hetero:
+            done = self.service(job)[0]
+            self._seg[job.job_id] = (done, job.attained_gpu_s, speed_factor(job.profile, cluster, gpus))
 
     # ------------------------------------------------------------ classes
     def _level(self, a: float) -> tuple[int, float, float]:
@@ -221,18 +245,19 @@ class HindsightOrdering(Ordering):
         if cached is not None and cached[2] == token and now < cached[1]:
             return cached[0], cached[1]
         running = job.status is JobStatus.RUNNING
-        a = job.attained_gpu_s
+        a, factor = self.service(job)
+        rate = job.num_gpus * factor
         until = math.inf
         boost = self._boost.get(jid)
         if self.oracle:
             q = self._class_of_size(job.remaining_ideal_s * job.num_gpus)
             if running and q:  # the class drops as the job runs: next edge
                 edge = self.base * 2.0 ** (q - 1)
-                until = now + max(0.0, job.remaining_ideal_s * job.num_gpus - edge) / job.num_gpus + _TOL
+                until = now + max(0.0, job.remaining_ideal_s * job.num_gpus - edge) / rate + _TOL
         elif boost is not None and a < boost - _TOL:
             q = 0
             if running:
-                until = now + (boost - a) / job.num_gpus
+                until = now + (boost - a) / rate
         else:
             if boost is not None:
                 del self._boost[jid]
@@ -241,7 +266,7 @@ class HindsightOrdering(Ordering):
             size = 1.0 / idx if idx > 0 else max(lo, self.base)
             q = self._class_of_size(size)
             if running:
-                until = now + (nxt - a) / job.num_gpus
+                until = now + (nxt - a) / rate
         if not running and q:
             executed = job.executed_s
             wait_for = max(self.starvation_factor * executed, self.starve_after_s)
@@ -326,7 +351,7 @@ class Hindsight(OrderedPolicy):
         ordering = HindsightOrdering(base_gpu_s=base_gpu_s, num_classes=num_classes, hysteresis=hysteresis,
                                      max_preemptions=max_preemptions, starvation_factor=starvation_factor,
                                      starve_after_s=starve_after_s, predictor=self.predictor, oracle=oracle)
-        super().__init__(ordering, PLACEMENTS["consolidated"](), backfill=True,
+        super().__init__(ordering, FastestTypeConsolidated(), backfill=True,
                          name="hindsight-oracle" if oracle else "hindsight")
         self.order: HindsightOrdering = ordering
         self.oracle = oracle
@@ -374,7 +399,7 @@ class Hindsight(OrderedPolicy):
         for jid in done:
             job = self._live.pop(jid)
             if job.status is JobStatus.DONE:
-                actual = job.attained_gpu_s
+                actual = order.service(job)[0]
                 pred = self._pred.pop(jid, None)
                 if pred is not None and actual > 0:
                     self._errors.append(abs(pred - actual) / actual)
@@ -384,6 +409,7 @@ class Hindsight(OrderedPolicy):
     def schedule(self, view: SchedulerView) -> Sequence[Decision]:
         if self._free_after >= 0 and view.num_free > self._free_after:
             self._learn(view)
+        self.order.hetero = len(view.cluster.gpu_types) > 1
         out = super().schedule(view)
         free = view.num_free
         for d in out:
@@ -391,6 +417,7 @@ class Hindsight(OrderedPolicy):
                 free -= len(d.gpus)
                 job = view.job(d.job_id)
                 self._live[d.job_id] = job
+                self.order.start_segment(job, d.gpus, view.cluster)
                 if job.job_id not in self._pred and not self.oracle and job.preemptions == 0:
                     pred = self.predictor.median(self.order.keys(job))
                     if pred is not None:
