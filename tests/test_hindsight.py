@@ -72,7 +72,7 @@ def _hetero(types: Sequence[str]) -> Cluster:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(jobs=workloads(), servers=st.integers(1, 4), seed=st.integers(0, 3), hetero=st.booleans(),
        params=st.sampled_from([{}, {"hysteresis": 1, "max_preemptions": 1}, {"min_samples": 1, "window": 3},
-                               {"oracle": True}]))
+                               {"oracle": True}, {"aging": True}, {"aging": True, "oracle": True}]))
 def test_every_job_accounted_no_gpu_double_booked_deterministic(jobs: list[JobSpec], servers: int, seed: int,
                                                                hetero: bool, params: dict) -> None:
     cluster = _hetero(["K80", "V100", "P100", "K80"][:servers]) if hetero else \
@@ -129,6 +129,7 @@ def test_predictor_learns_and_its_error_is_reported() -> None:
     assert h.summary["jobs_completed"] == 60
     mech = h.summary["mechanisms"]
     assert mech["predicted_jobs"] > 30 and 0 <= mech["predictor_median_rel_error"] < 1.0
+    assert 0 <= mech["predictor_p10_p90_coverage"] <= 1 and math.isfinite(mech["predictor_median_log2_ratio"])
     assert h.summary["avg_jct_s"] < t.summary["avg_jct_s"]
 
 

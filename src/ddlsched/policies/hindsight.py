@@ -154,12 +154,14 @@ class Predictor:
                 return idx
         return 0.0
 
-    def median(self, keys: Sequence[GroupKey]) -> float | None:
-        """Point prediction at submission: the median of the most specific group with ``min_samples`` samples."""
+    def median(self, keys: Sequence[GroupKey]) -> tuple[float, float, float] | None:
+        """Point prediction at submission: the median of the most specific group with ``min_samples`` samples,
+        with that group's 10th and 90th percentiles (its 80 % interval, for the calibration counter)."""
         for key in keys:
             grp = self.groups.get(key)
             if grp is not None and len(grp.snap) >= self.min_samples:
-                return grp.snap[len(grp.snap) // 2]
+                snap, n = grp.snap, len(grp.snap)
+                return snap[n // 2], snap[n // 10], snap[min(n - 1, (9 * n) // 10)]
         return None
 
 
@@ -171,11 +173,12 @@ class HindsightOrdering(Ordering):
     preemptive = True
 
     def __init__(self, *, base_gpu_s: float, num_classes: int, hysteresis: int, max_preemptions: int,
-                 starvation_factor: float, starve_after_s: float, predictor: Predictor, oracle: bool) -> None:
+                 starvation_factor: float, starve_after_s: float, predictor: Predictor, oracle: bool,
+                 aging: bool = False) -> None:
         self.base, self.n = base_gpu_s, num_classes
         self.hysteresis, self.max_preemptions = hysteresis, max_preemptions
         self.starvation_factor, self.starve_after_s = starvation_factor, starve_after_s
-        self.predictor, self.oracle = predictor, oracle
+        self.predictor, self.oracle, self.aging = predictor, oracle, aging
         self._edges = [base_gpu_s * _STEP ** i for i in range(400)]  # half-octaves: beyond any real job
         self._cache: dict[str, tuple[int, float, tuple[Any, ...]]] = {}
         self._keys: dict[str, list[GroupKey]] = {}
@@ -249,8 +252,10 @@ class HindsightOrdering(Ordering):
         rate = job.num_gpus * factor
         until = math.inf
         boost = self._boost.get(jid)
+        size: float | None = None  # the remaining GPU-time the class stands for (none while promoted)
         if self.oracle:
-            q = self._class_of_size(job.remaining_ideal_s * job.num_gpus)
+            size = job.remaining_ideal_s * job.num_gpus
+            q = self._class_of_size(size)
             if running and q:  # the class drops as the job runs: next edge
                 edge = self.base * 2.0 ** (q - 1)
                 until = now + max(0.0, job.remaining_ideal_s * job.num_gpus - edge) / rate + _TOL
@@ -267,6 +272,15 @@ class HindsightOrdering(Ordering):
             q = self._class_of_size(size)
             if running:
                 until = now + (nxt - a) / rate
+        if self.aging and not running and q and size is not None and size > 0:
+            # rule 4a, response-ratio aging: a queued job counts as size / (1 + GPUs × queued time / size), one
+            # class better for each time its wait has grown by its own expected remaining time again
+            w = job.queued_s
+            n = job.num_gpus
+            q = self._class_of_size(size / (1.0 + n * w / size))
+            if q:
+                edge = self.base * 2.0 ** (q - 1)  # the aged size at which the next class begins
+                until = now + max(0.0, size * (size / edge - 1.0) / n - w) + _TOL
         if not running and q:
             executed = job.executed_s
             wait_for = max(self.starvation_factor * executed, self.starve_after_s)
@@ -277,7 +291,7 @@ class HindsightOrdering(Ordering):
                 q = 0
                 until = math.inf
             else:
-                until = promote_at
+                until = min(until, promote_at)
         if until <= now:  # float rounding: never due again at the same instant
             until = now + _TOL
         self._cache[jid] = (q, until, token)
@@ -340,7 +354,7 @@ class Hindsight(OrderedPolicy):
                  hysteresis: PositiveInt = 2, max_preemptions: NonNegativeInt = 32,
                  starvation_factor: PositiveFloat = 4.0, starve_after_s: NonNegativeFloat = 86400.0,
                  window: PositiveInt = 400, min_samples: PositiveInt = 8, use_user: bool = True,
-                 use_model: bool = True, oracle: bool = False) -> None:
+                 use_model: bool = True, oracle: bool = False, aging: bool = False) -> None:
         for label, v in (("base_gpu_s", base_gpu_s), ("starvation_factor", starvation_factor),
                          ("starve_after_s", starve_after_s)):
             if not math.isfinite(v):
@@ -350,7 +364,8 @@ class Hindsight(OrderedPolicy):
         self.predictor = Predictor(window, min_samples, use_user, use_model)
         ordering = HindsightOrdering(base_gpu_s=base_gpu_s, num_classes=num_classes, hysteresis=hysteresis,
                                      max_preemptions=max_preemptions, starvation_factor=starvation_factor,
-                                     starve_after_s=starve_after_s, predictor=self.predictor, oracle=oracle)
+                                     starve_after_s=starve_after_s, predictor=self.predictor, oracle=oracle,
+                                     aging=aging)
         super().__init__(ordering, FastestTypeConsolidated(), backfill=True,
                          name="hindsight-oracle" if oracle else "hindsight")
         self.order: HindsightOrdering = ordering
@@ -358,8 +373,10 @@ class Hindsight(OrderedPolicy):
         self.requirements = Requirements(preemptive=True, clairvoyant=oracle)
         self._live: dict[str, JobView] = {}  # jobs started by the policy and not seen stopped since
         self._free_after = -1  # free GPUs once the last pass's decisions are applied
-        self._pred: dict[str, float] = {}  # job -> point prediction of its GPU-time at its first ranking
+        self._pred: dict[str, tuple[float, float, float]] = {}  # job -> (median, p10, p90) at its first start
         self._errors: list[float] = []  # |predicted − actual| / actual per finished job with a prediction
+        self._log_ratios: list[float] = []  # log2(predicted / actual), same jobs
+        self._covered = 0  # of those, how many finished inside their group's 10th–90th percentile
 
     def reset(self) -> None:
         super().reset()
@@ -368,6 +385,8 @@ class Hindsight(OrderedPolicy):
         self._free_after = -1
         self._pred.clear()
         self._errors.clear()
+        self._log_ratios.clear()
+        self._covered = 0
 
     def run_notes(self) -> list[str]:
         """Rule 1's groups a trace without users or model names leaves empty (the predictor falls back to the
@@ -386,6 +405,9 @@ class Hindsight(OrderedPolicy):
         out = {"starvation_promotions": float(self.order.promotions), "predicted_jobs": float(len(errs))}
         if errs:
             out["predictor_median_rel_error"] = round(errs[len(errs) // 2], 6)
+            logs = sorted(self._log_ratios)
+            out["predictor_median_log2_ratio"] = round(logs[len(logs) // 2], 6)
+            out["predictor_p10_p90_coverage"] = round(self._covered / len(errs), 6)
         return out
 
     def _learn(self, view: SchedulerView) -> None:
@@ -402,7 +424,10 @@ class Hindsight(OrderedPolicy):
                 actual = order.service(job)[0]
                 pred = self._pred.pop(jid, None)
                 if pred is not None and actual > 0:
-                    self._errors.append(abs(pred - actual) / actual)
+                    med, lo, hi = pred
+                    self._errors.append(abs(med - actual) / actual)
+                    self._log_ratios.append(math.log2(med / actual) if med > 0 else -math.inf)
+                    self._covered += lo <= actual <= hi
                 predictor.observe(order.keys(job), actual)
                 order.forget(jid)
 
