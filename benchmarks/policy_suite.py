@@ -141,9 +141,12 @@ def run_one(name: str, sl: Slice, cluster: str, scale: float, seed: int, limit: 
            "wall_s": round(time.perf_counter() - t0, 2)}
     if len(per_user) > 1:
         row["worst_tenant_slowdown"] = max(statistics.fmean(v) for v in per_user.values())
-    err = s.get("mechanisms", {}).get("predictor_median_rel_error")
-    if err is not None:
-        row["predictor_err"] = err
+    mech = s.get("mechanisms", {})
+    for key, name in (("predictor_median_rel_error", "predictor_err"),
+                      ("predictor_median_log2_ratio", "predictor_bias"),
+                      ("predictor_p10_p90_coverage", "predictor_coverage")):
+        if mech.get(key) is not None:
+            row[name] = mech[key]
     return row
 
 
@@ -174,7 +177,8 @@ def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 xs = [r[m] for r in ok if isinstance(r.get(m), float) and math.isfinite(r[m])]
                 row[m] = statistics.fmean(xs) if xs else math.nan
                 row[m + "_ci"] = ci95(xs) if xs else math.nan
-            for extra in ("predictor_err", "worst_tenant_slowdown", "preemptions", "wall_s"):
+            for extra in ("predictor_err", "predictor_bias", "predictor_coverage", "worst_tenant_slowdown",
+                          "preemptions", "wall_s"):
                 xs = [r[extra] for r in ok if extra in r]
                 row[extra] = statistics.fmean(xs) if xs else ""
             cell.append(row)
@@ -214,15 +218,17 @@ def markdown(rows: list[dict[str, Any]], command: str) -> str:
     cells: dict[tuple[str, str, float], list[dict[str, Any]]] = {}
     for r in rows:
         cells.setdefault((r["slice"], r["cluster"], r["load"]), []).append(r)
-    summary = ["| cell | hindsight rank | target | predictor median rel. error | hindsight-oracle avg JCT h | "
-               "p99 JCT vs Tiresias | max slowdown (Tiresias) |", "|---|---|---|---|---|---|---|"]
+    summary = ["| cell | hindsight rank | target | predictor median rel. error (log2 bias, p10–p90 coverage) | "
+               "hindsight-oracle avg JCT h | p99 JCT vs Tiresias | max slowdown (Tiresias) |",
+               "|---|---|---|---|---|---|---|"]
     for (sl, cl, load), rs in cells.items():
         ours = next((r for r in rs if r["policy"] == OURS), None)
         oracle = next((r for r in rs if r["policy"] == "hindsight-oracle"), None)
         if ours is not None:
-            err = ours.get("predictor_err")
+            err, bias, cov = (ours.get(k) for k in ("predictor_err", "predictor_bias", "predictor_coverage"))
+            calib = f" ({bias:+.2f}, {cov:.2f})" if isinstance(bias, float) and isinstance(cov, float) else ""
             summary.append(f"| {sl} / {cl} / {load} | {ours['rank']} of {sum(1 for r in rs if r['rank'] != '')} | "
-                           f"{ours['target'] or '-'} | {err:.2f} |" if isinstance(err, float) else
+                           f"{ours['target'] or '-'} | {err:.2f}{calib} |" if isinstance(err, float) else
                            f"| {sl} / {cl} / {load} | {ours['rank']} | {ours['target'] or '-'} | - |")
             summary[-1] += f" {_h(oracle['avg_jct_s']) if oracle else '-'} |"
             las = next((r for r in rs if r["policy"] == "tiresias+consolidated" and r["rank"] != ""), None)
@@ -285,7 +291,8 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
     cols = ["slice", "cluster", "load", "policy", "clairvoyant", "rank", "seeds", "status"]
     cols += [c for m in METRICS for c in (m, m + "_ci")]
-    cols += ["predictor_err", "worst_tenant_slowdown", "preemptions", "wall_s", "target"]
+    cols += ["predictor_err", "predictor_bias", "predictor_coverage", "worst_tenant_slowdown", "preemptions", "wall_s",
+             "target"]
     tmp = path.with_suffix(".tmp")
     with tmp.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")

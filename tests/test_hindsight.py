@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ddlsched
+from ddlsched.cluster.topology import Cluster, GPUType, ServerSpec
 from ddlsched.engine import SimConfig, run_simulation
 from ddlsched.engine.decisions import Decision, Preempt, Start
 from ddlsched.engine.view import SchedulerView
@@ -59,13 +60,23 @@ def workloads(draw: st.DrawFn) -> list[JobSpec]:
     return jobs
 
 
+TYPES = {"V100": GPUType("V100", 32768, 1.0), "P100": GPUType("P100", 16384, 0.6),
+         "K80": GPUType("K80", 12288, 0.25)}
+
+
+def _hetero(types: Sequence[str]) -> Cluster:
+    """One 8-GPU server per listed type, in one rack."""
+    return Cluster.build("het", [[ServerSpec(8, t, 10.0) for t in types]], {t: TYPES[t] for t in set(types)})
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(jobs=workloads(), servers=st.integers(1, 4), seed=st.integers(0, 3),
+@given(jobs=workloads(), servers=st.integers(1, 4), seed=st.integers(0, 3), hetero=st.booleans(),
        params=st.sampled_from([{}, {"hysteresis": 1, "max_preemptions": 1}, {"min_samples": 1, "window": 3},
-                               {"oracle": True}]))
+                               {"oracle": True}, {"aging": True}, {"aging": True, "oracle": True}]))
 def test_every_job_accounted_no_gpu_double_booked_deterministic(jobs: list[JobSpec], servers: int, seed: int,
-                                                               params: dict) -> None:
-    cluster = ddlsched.build_cluster(racks=1, servers_per_rack=servers, gpus_per_server=8)
+                                                               hetero: bool, params: dict) -> None:
+    cluster = _hetero(["K80", "V100", "P100", "K80"][:servers]) if hetero else \
+        ddlsched.build_cluster(racks=1, servers_per_rack=servers, gpus_per_server=8)
     cfg = SimConfig(audit=True, seed=seed)
     a = run_simulation(cluster, jobs, _Checked(**params), cfg, catalog=default_catalog())
     assert len(a.records) + len(a.rejected) + len(a.unfinished) == len(jobs)
@@ -76,6 +87,22 @@ def test_every_job_accounted_no_gpu_double_booked_deterministic(jobs: list[JobSp
     cap = params.get("max_preemptions")
     if cap is not None:
         assert all(r["preemptions"] <= cap for r in a.records)
+
+
+def test_heterogeneous_cluster_fastest_type_first_and_service_in_fastest_type_gpu_seconds() -> None:
+    """A K80 server listed before a V100 server: the first job goes to the V100 (its fastest type), the second,
+    arriving while the V100s are busy, to the K80s; what the predictor learns from each is GPU-seconds on a V100
+    (the K80 job held its GPUs 1 / speed times longer for the same work)."""
+    cluster = _hetero(["K80", "V100"])
+    jobs = [JobSpec("a", 0.0, 8, "resnet50", duration_s=1000.0), JobSpec("b", 1.0, 8, "resnet50", duration_s=1000.0)]
+    pol = Hindsight()
+    r = run_simulation(cluster, jobs, pol, SimConfig(), catalog=default_catalog())
+    gpus = {rec["job_id"]: rec for rec in r.records}
+    speed = default_catalog()["resnet50"].speed_on("K80", 0.25)
+    assert gpus["a"]["jct_s"] == pytest.approx(1000.0, rel=0.05)  # on the V100s
+    assert gpus["b"]["jct_s"] == pytest.approx(1000.0 / speed, rel=0.05)  # on the K80s
+    learned = sorted(pol.predictor.groups[("all",)].recent)
+    assert learned == pytest.approx([8000.0, 8000.0], rel=0.05)
 
 
 def test_gittins_index_hand_computed() -> None:
@@ -102,6 +129,7 @@ def test_predictor_learns_and_its_error_is_reported() -> None:
     assert h.summary["jobs_completed"] == 60
     mech = h.summary["mechanisms"]
     assert mech["predicted_jobs"] > 30 and 0 <= mech["predictor_median_rel_error"] < 1.0
+    assert 0 <= mech["predictor_p10_p90_coverage"] <= 1 and math.isfinite(mech["predictor_median_log2_ratio"])
     assert h.summary["avg_jct_s"] < t.summary["avg_jct_s"]
 
 

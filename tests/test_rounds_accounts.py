@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import math
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +17,8 @@ from ddlsched.workload import JobSpec
 from ddlsched.workload.profiles import default_catalog
 
 TYPES = {"V100": GPUType("V100", 32768, 1.0), "K80": GPUType("K80", 12288, 0.25)}
+TYPES3 = {**TYPES, "P100": GPUType("P100", 16384, 0.6)}
+FOUR_WEEKS_S = 4 * 7 * 86400.0
 
 
 @st.composite
@@ -53,3 +57,33 @@ def test_a_round_mixing_fast_and_slow_gpus_is_not_below_the_ideal() -> None:
                            catalog=default_catalog())
         rec = r.records[0]
         assert rec["run_s"] >= rec["ideal_run_s"]
+
+
+@st.composite
+def extreme_cases(draw: st.DrawFn) -> tuple[Cluster, list[JobSpec]]:
+    """Durations 1 s .. 4 weeks (log-uniform, and the two ends themselves), any GPU count 1..64, three GPU types,
+    clusters of 4..64 GPUs (so the widest jobs run their tasks over several rounds), arrivals bunched or
+    spread over a day."""
+    layout = [[ServerSpec(draw(st.sampled_from([4, 8])), draw(st.sampled_from(sorted(TYPES3))), 10.0)
+               for _ in range(draw(st.integers(1, 4)))] for _ in range(draw(st.integers(1, 2)))]
+    used = {s.gpu_type for rack in layout for s in rack}
+    cluster = Cluster.build("extreme", layout, {t: TYPES3[t] for t in sorted(used)})
+    span = draw(st.sampled_from([0.0, 60.0, 86400.0]))
+    duration = st.one_of(st.just(1.0), st.just(FOUR_WEEKS_S),
+                         st.floats(0, math.log10(FOUR_WEEKS_S)).map(lambda e: 10 ** e))
+    jobs = [JobSpec(f"j{i}", draw(st.floats(0, span)), draw(st.integers(1, 64)),
+                    draw(st.sampled_from(["resnet50", "vgg16", "bert", "lstm"])), duration_s=draw(duration))
+            for i in range(draw(st.integers(1, 8)))]
+    return cluster, jobs
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=extreme_cases(), policy=st.sampled_from(["hare-offline", "hare-alg1", "sched-homo"]))
+def test_seconds_to_weeks_and_1_to_64_gpus_accounts_close(case: tuple[Cluster, list[JobSpec]], policy: str) -> None:
+    cluster, jobs = case
+    r = run_simulation(cluster, jobs, make_policy(policy), SimConfig(model_params={"max_rounds": 20}),
+                       catalog=default_catalog())
+    assert len(r.records) + len(r.rejected) + len(r.unfinished) == len(jobs) and not r.unfinished
+    for rec in r.records:
+        assert all(rec[c] >= 0 for c in CAUSES)
+        assert rec["run_s"] >= rec["ideal_run_s"] * (1 - 1e-9)

@@ -154,6 +154,10 @@ MECHANISMS: dict[str, str] = {
                       "finished jobs)",
     "predictor_median_rel_error": "hindsight: median over predicted_jobs of |predicted − actual| / actual GPU-time "
                                   "(the prediction: its group's median at the job's first start)",
+    "predictor_median_log2_ratio": "hindsight: median over predicted_jobs of log2(predicted / actual GPU-time) "
+                                   "(calibration: 0 is unbiased, +1 a median over-prediction by 2×)",
+    "predictor_p10_p90_coverage": "hindsight: share of predicted_jobs whose GPU-time fell within their group's 10th–"
+                                  "90th percentile at their first start (calibration: 0.8 when calibrated)",
     "starvation_promotions": "hindsight: queued jobs promoted to the first class by the starvation guard",
 }
 

@@ -34,15 +34,16 @@ from typing import Any
 
 from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 
+from ddlsched.cluster.topology import Cluster
 from ddlsched.engine.decisions import Decision, Preempt, Start
 from ddlsched.engine.jobview import JobView
 from ddlsched.engine.model import Requirements
 from ddlsched.engine.state import JobStatus
 from ddlsched.engine.view import SchedulerView
 from ddlsched.policies.baselines import OrderedPolicy
+from ddlsched.policies.hindsight_speed import FastestTypeConsolidated, speed_factor
 from ddlsched.policies.las_queues import QueuedByClass, RunningByClass
 from ddlsched.policies.ordering import Ordering
-from ddlsched.policies.placement import PLACEMENTS
 from ddlsched.policies.registry import register
 
 _TOL = 1e-6
@@ -153,12 +154,14 @@ class Predictor:
                 return idx
         return 0.0
 
-    def median(self, keys: Sequence[GroupKey]) -> float | None:
-        """Point prediction at submission: the median of the most specific group with ``min_samples`` samples."""
+    def median(self, keys: Sequence[GroupKey]) -> tuple[float, float, float] | None:
+        """Point prediction at submission: the median of the most specific group with ``min_samples`` samples,
+        with that group's 10th and 90th percentiles (its 80 % interval, for the calibration counter)."""
         for key in keys:
             grp = self.groups.get(key)
             if grp is not None and len(grp.snap) >= self.min_samples:
-                return grp.snap[len(grp.snap) // 2]
+                snap, n = grp.snap, len(grp.snap)
+                return snap[n // 2], snap[n // 10], snap[min(n - 1, (9 * n) // 10)]
         return None
 
 
@@ -170,11 +173,12 @@ class HindsightOrdering(Ordering):
     preemptive = True
 
     def __init__(self, *, base_gpu_s: float, num_classes: int, hysteresis: int, max_preemptions: int,
-                 starvation_factor: float, starve_after_s: float, predictor: Predictor, oracle: bool) -> None:
+                 starvation_factor: float, starve_after_s: float, predictor: Predictor, oracle: bool,
+                 aging: bool = False) -> None:
         self.base, self.n = base_gpu_s, num_classes
         self.hysteresis, self.max_preemptions = hysteresis, max_preemptions
         self.starvation_factor, self.starve_after_s = starvation_factor, starve_after_s
-        self.predictor, self.oracle = predictor, oracle
+        self.predictor, self.oracle, self.aging = predictor, oracle, aging
         self._edges = [base_gpu_s * _STEP ** i for i in range(400)]  # half-octaves: beyond any real job
         self._cache: dict[str, tuple[int, float, tuple[Any, ...]]] = {}
         self._keys: dict[str, list[GroupKey]] = {}
@@ -182,11 +186,15 @@ class HindsightOrdering(Ordering):
         self._queued: QueuedByClass | None = None
         self._running: RunningByClass | None = None
         self.promotions = 0
+        self.hetero = False  # service in fastest-type GPU-seconds (set by the policy from the cluster)
+        self._seg: dict[str, tuple[float, float, float]] = {}  # job -> (service before, raw GPU-s at start, factor)
 
     def reset(self) -> None:
         self._cache.clear()
         self._keys.clear()
         self._boost.clear()
+        self._seg.clear()
+        self.hetero = False
         self._queued = self._running = None
         self.promotions = 0
 
@@ -198,8 +206,27 @@ class HindsightOrdering(Ordering):
 
     def forget(self, job_id: str) -> None:
         self._keys.pop(job_id, None)
+        self._seg.pop(job_id, None)
         self._boost.pop(job_id, None)
         self._cache.pop(job_id, None)
+
+    # ------------------------------------------------------------ service
+    def service(self, job: JobView) -> tuple[float, float]:
+        """(attained service, its rate per GPU per second while running now): GPU-seconds held, or on a
+        heterogeneous cluster GPU-seconds on the job's fastest type (rule 1; ``hindsight_speed``)."""
+        if not self.hetero:
+            return job.attained_gpu_s, 1.0
+        seg = self._seg.get(job.job_id)
+        if seg is None:
+            return job.attained_gpu_s, 1.0
+        before, raw0, factor = seg
+        return before + (job.attained_gpu_s - raw0) * factor, factor
+
+    def start_segment(self, job: JobView, gpus: Sequence[int], cluster: Cluster) -> None:
+        """A job starts on ``gpus``: close its last run's service and open one at this placement's speed."""
+        if self.hetero:
+            done = self.service(job)[0]
+            self._seg[job.job_id] = (done, job.attained_gpu_s, speed_factor(job.profile, cluster, gpus))
 
     # ------------------------------------------------------------ classes
     def _level(self, a: float) -> tuple[int, float, float]:
@@ -221,18 +248,21 @@ class HindsightOrdering(Ordering):
         if cached is not None and cached[2] == token and now < cached[1]:
             return cached[0], cached[1]
         running = job.status is JobStatus.RUNNING
-        a = job.attained_gpu_s
+        a, factor = self.service(job)
+        rate = job.num_gpus * factor
         until = math.inf
         boost = self._boost.get(jid)
+        size: float | None = None  # the remaining GPU-time the class stands for (none while promoted)
         if self.oracle:
-            q = self._class_of_size(job.remaining_ideal_s * job.num_gpus)
+            size = job.remaining_ideal_s * job.num_gpus
+            q = self._class_of_size(size)
             if running and q:  # the class drops as the job runs: next edge
                 edge = self.base * 2.0 ** (q - 1)
-                until = now + max(0.0, job.remaining_ideal_s * job.num_gpus - edge) / job.num_gpus + _TOL
+                until = now + max(0.0, job.remaining_ideal_s * job.num_gpus - edge) / rate + _TOL
         elif boost is not None and a < boost - _TOL:
             q = 0
             if running:
-                until = now + (boost - a) / job.num_gpus
+                until = now + (boost - a) / rate
         else:
             if boost is not None:
                 del self._boost[jid]
@@ -241,7 +271,16 @@ class HindsightOrdering(Ordering):
             size = 1.0 / idx if idx > 0 else max(lo, self.base)
             q = self._class_of_size(size)
             if running:
-                until = now + (nxt - a) / job.num_gpus
+                until = now + (nxt - a) / rate
+        if self.aging and not running and q and size is not None and size > 0:
+            # rule 4a, response-ratio aging: a queued job counts as size / (1 + GPUs × queued time / size), one
+            # class better for each time its wait has grown by its own expected remaining time again
+            w = job.queued_s
+            n = job.num_gpus
+            q = self._class_of_size(size / (1.0 + n * w / size))
+            if q:
+                edge = self.base * 2.0 ** (q - 1)  # the aged size at which the next class begins
+                until = now + max(0.0, size * (size / edge - 1.0) / n - w) + _TOL
         if not running and q:
             executed = job.executed_s
             wait_for = max(self.starvation_factor * executed, self.starve_after_s)
@@ -252,7 +291,7 @@ class HindsightOrdering(Ordering):
                 q = 0
                 until = math.inf
             else:
-                until = promote_at
+                until = min(until, promote_at)
         if until <= now:  # float rounding: never due again at the same instant
             until = now + _TOL
         self._cache[jid] = (q, until, token)
@@ -315,7 +354,7 @@ class Hindsight(OrderedPolicy):
                  hysteresis: PositiveInt = 2, max_preemptions: NonNegativeInt = 32,
                  starvation_factor: PositiveFloat = 4.0, starve_after_s: NonNegativeFloat = 86400.0,
                  window: PositiveInt = 400, min_samples: PositiveInt = 8, use_user: bool = True,
-                 use_model: bool = True, oracle: bool = False) -> None:
+                 use_model: bool = True, oracle: bool = False, aging: bool = False) -> None:
         for label, v in (("base_gpu_s", base_gpu_s), ("starvation_factor", starvation_factor),
                          ("starve_after_s", starve_after_s)):
             if not math.isfinite(v):
@@ -325,16 +364,19 @@ class Hindsight(OrderedPolicy):
         self.predictor = Predictor(window, min_samples, use_user, use_model)
         ordering = HindsightOrdering(base_gpu_s=base_gpu_s, num_classes=num_classes, hysteresis=hysteresis,
                                      max_preemptions=max_preemptions, starvation_factor=starvation_factor,
-                                     starve_after_s=starve_after_s, predictor=self.predictor, oracle=oracle)
-        super().__init__(ordering, PLACEMENTS["consolidated"](), backfill=True,
+                                     starve_after_s=starve_after_s, predictor=self.predictor, oracle=oracle,
+                                     aging=aging)
+        super().__init__(ordering, FastestTypeConsolidated(), backfill=True,
                          name="hindsight-oracle" if oracle else "hindsight")
         self.order: HindsightOrdering = ordering
         self.oracle = oracle
         self.requirements = Requirements(preemptive=True, clairvoyant=oracle)
         self._live: dict[str, JobView] = {}  # jobs started by the policy and not seen stopped since
         self._free_after = -1  # free GPUs once the last pass's decisions are applied
-        self._pred: dict[str, float] = {}  # job -> point prediction of its GPU-time at its first ranking
+        self._pred: dict[str, tuple[float, float, float]] = {}  # job -> (median, p10, p90) at its first start
         self._errors: list[float] = []  # |predicted − actual| / actual per finished job with a prediction
+        self._log_ratios: list[float] = []  # log2(predicted / actual), same jobs
+        self._covered = 0  # of those, how many finished inside their group's 10th–90th percentile
 
     def reset(self) -> None:
         super().reset()
@@ -343,6 +385,8 @@ class Hindsight(OrderedPolicy):
         self._free_after = -1
         self._pred.clear()
         self._errors.clear()
+        self._log_ratios.clear()
+        self._covered = 0
 
     def run_notes(self) -> list[str]:
         """Rule 1's groups a trace without users or model names leaves empty (the predictor falls back to the
@@ -361,6 +405,9 @@ class Hindsight(OrderedPolicy):
         out = {"starvation_promotions": float(self.order.promotions), "predicted_jobs": float(len(errs))}
         if errs:
             out["predictor_median_rel_error"] = round(errs[len(errs) // 2], 6)
+            logs = sorted(self._log_ratios)
+            out["predictor_median_log2_ratio"] = round(logs[len(logs) // 2], 6)
+            out["predictor_p10_p90_coverage"] = round(self._covered / len(errs), 6)
         return out
 
     def _learn(self, view: SchedulerView) -> None:
@@ -374,16 +421,20 @@ class Hindsight(OrderedPolicy):
         for jid in done:
             job = self._live.pop(jid)
             if job.status is JobStatus.DONE:
-                actual = job.attained_gpu_s
+                actual = order.service(job)[0]
                 pred = self._pred.pop(jid, None)
                 if pred is not None and actual > 0:
-                    self._errors.append(abs(pred - actual) / actual)
+                    med, lo, hi = pred
+                    self._errors.append(abs(med - actual) / actual)
+                    self._log_ratios.append(math.log2(med / actual) if med > 0 else -math.inf)
+                    self._covered += lo <= actual <= hi
                 predictor.observe(order.keys(job), actual)
                 order.forget(jid)
 
     def schedule(self, view: SchedulerView) -> Sequence[Decision]:
         if self._free_after >= 0 and view.num_free > self._free_after:
             self._learn(view)
+        self.order.hetero = len(view.cluster.gpu_types) > 1
         out = super().schedule(view)
         free = view.num_free
         for d in out:
@@ -391,6 +442,7 @@ class Hindsight(OrderedPolicy):
                 free -= len(d.gpus)
                 job = view.job(d.job_id)
                 self._live[d.job_id] = job
+                self.order.start_segment(job, d.gpus, view.cluster)
                 if job.job_id not in self._pred and not self.oracle and job.preemptions == 0:
                     pred = self.predictor.median(self.order.keys(job))
                     if pred is not None:
