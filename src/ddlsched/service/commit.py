@@ -25,6 +25,25 @@ MAX_BATCH = 1000
 _STOP = object()
 
 
+def next_batch(q: queue.Queue[Any], stop_marker: object, limit: int) -> tuple[list[Any], bool] | None:
+    """Block for one item of ``q``, then take whatever else is queued, up to ``limit`` items in all: (the batch,
+    whether ``stop_marker`` came after it); None when the marker came first. One writer thread per queue turns its
+    requests into one transaction per batch this way."""
+    first = q.get()
+    if first is stop_marker:
+        return None
+    batch = [first]
+    while len(batch) < limit:
+        try:
+            nxt = q.get_nowait()
+        except queue.Empty:
+            break
+        if nxt is stop_marker:
+            return batch, True
+        batch.append(nxt)
+    return batch, False
+
+
 class GroupCommit:
     """One writer thread that stores queued submissions in batches (see the module docstring)."""
 
@@ -61,20 +80,10 @@ class GroupCommit:
 
     def _run(self) -> None:
         while True:
-            first = self._q.get()
-            if first is _STOP:
+            taken = next_batch(self._q, _STOP, self.max_batch)
+            if taken is None:
                 return
-            batch = [first]
-            stop = False
-            while len(batch) < self.max_batch:
-                try:
-                    nxt = self._q.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is _STOP:
-                    stop = True
-                    break
-                batch.append(nxt)
+            batch, stop = taken
             try:
                 results: list[Any] = list(self.store.submit_many([job for job, _, _ in batch]))
             except BaseException as e:  # nothing of this batch was written: every request gets the error

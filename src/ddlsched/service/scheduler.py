@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from ddlsched.cluster.topology import Cluster
 from ddlsched.errors import ConfigError
 from ddlsched.policies.base import Policy
+from ddlsched.service.commit import next_batch
 from ddlsched.service.metrics import Counters, Histogram, TimedPolicy
 from ddlsched.service.store import JobStore, StoreFull
 from ddlsched.workload.jobspec import JobSpec
@@ -259,20 +260,10 @@ class Scheduler:
     def _write_loop(self) -> None:
         """Store the queued changes in order, a batch per transaction; a full store is retried (nothing dropped)."""
         while True:
-            first = self._changes.get()
-            if first is _STOP:
+            taken = next_batch(self._changes, _STOP, BATCH)
+            if taken is None:
                 return
-            batch = [first]
-            stop = False
-            while len(batch) < BATCH:
-                try:
-                    nxt = self._changes.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is _STOP:
-                    stop = True
-                    break
-                batch.append(nxt)
+            batch, stop = taken
             while True:
                 try:
                     done = self.store.record_many(batch)
