@@ -23,10 +23,10 @@ from ddlsched.errors import ConfigError, InputError
 from ddlsched.live.executor import EventKind, ExecEvent, Launch
 from ddlsched.live.jobs import TRAIN_JOB
 from ddlsched.live.localray import LocalRayCluster, free_port
-from ddlsched.live.ray_executor import RayExecutor, node_resources
+from ddlsched.live.ray_executor import RayExecutor
 from ddlsched.workload.jobspec import JobSpec
+from ray_helpers import ray_cluster_of
 
-REPO = Path(__file__).resolve().parents[1]
 TYPES = {"V100": GPUType("V100", 16000.0)}
 
 
@@ -36,14 +36,8 @@ def two_servers(gpus: tuple[int, ...] = (2, 2)) -> Cluster:
 
 @pytest.fixture(scope="module")
 def ray_nodes() -> Iterator[LocalRayCluster]:
-    c = two_servers()
-    lr = LocalRayCluster([node_resources(c, 0), node_resources(c, 1)], env={"PYTHONPATH": str(REPO / "src")})
-    lr.start()
-    try:
+    with ray_cluster_of(two_servers()) as lr:
         yield lr
-    finally:
-        left = lr.stop()
-        assert left == [], f"Ray processes left running: {left}"
 
 
 class Run:

@@ -18,9 +18,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 from ddlsched.cluster.topology import Cluster, GPUType, ServerSpec  # noqa: E402
 from ddlsched.live.localray import LocalRayCluster  # noqa: E402
-from ddlsched.live.ray_executor import node_resources  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
+from ray_helpers import ray_cluster_of  # noqa: E402
 
 
 def _cluster() -> Cluster:
@@ -30,14 +28,8 @@ def _cluster() -> Cluster:
 
 @pytest.fixture(scope="module")
 def ray_nodes() -> Iterator[LocalRayCluster]:
-    c = _cluster()
-    lr = LocalRayCluster([node_resources(c, 0), node_resources(c, 1)], env={"PYTHONPATH": str(REPO / "src")})
-    lr.start()
-    try:
+    with ray_cluster_of(_cluster()) as lr:
         yield lr
-    finally:
-        left = lr.stop()
-        assert left == [], f"Ray processes left running: {left}"
 
 
 @pytest.mark.slow
