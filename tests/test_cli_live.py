@@ -48,6 +48,8 @@ def test_live_run_writes_a_run_folder_and_the_comparison(tmp_path: Path):
     (["--policy", "fifo", "--time-scale", "nan"], "time-scale"),
     (["--policy", "fifo", "--time-scale", "0"], "time-scale"),
     (["--policy", "fifo", "--executor-opt", "bogus=1"], "bogus"),
+    (["--policy", "fifo,tiresias", "--policy-param", "las:thresholds=[5]"], "'las' is not one of the policies"),
+    (["--policy", "fifo,tiresias", "--policy-param", "thresholds=[5]"], "thresholds"),  # fifo has no thresholds
 ])
 def test_bad_input_exits_2_naming_the_cause(tmp_path: Path, args: list[str], message: str):
     out = tmp_path / "o"
@@ -66,3 +68,15 @@ def test_a_job_that_never_fits_is_an_error_before_anything_starts(tmp_path: Path
     assert r.returncode == 2
     assert "can never run" in r.stderr and "512" in r.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_a_scoped_policy_param_reaches_its_policy_only(tmp_path: Path):
+    out = tmp_path / "o"
+    r = run("live", "run", "--trace", TIRESIAS60, "--cluster", "wang2020", "--policy", "fifo,tiresias", "--max-jobs",
+            "20", "--load-scale", "20", "--time-scale", "1e5", "--policy-param", "tiresias:thresholds=[5]",
+            "--compare-sim", "--out", str(out), "--quiet")
+    assert r.returncode == 0, r.stderr
+    manifests = {p: json.loads((out / p / "manifest.json").read_text()) for p in ("fifo+consolidated",
+                                                                                   "tiresias+consolidated")}
+    assert manifests["tiresias+consolidated"]["inputs"]["policy_params"] == {"thresholds": [5]}
+    assert manifests["fifo+consolidated"]["inputs"]["policy_params"] == {}

@@ -48,7 +48,8 @@ def live() -> None:
 @trace_options
 @plugin_option
 @click.option("--policy", required=True, help="Policy name, or several comma-separated (see 'ddlsched policies').")
-@click.option("--policy-param", multiple=True, metavar="KEY=VALUE", help="Policy parameter (JSON values).")
+@click.option("--policy-param", multiple=True, metavar="[POLICY:]KEY=VALUE",
+              help="Policy parameter (JSON values); POLICY:KEY=VALUE applies to that policy of --policy only.")
 @click.option("--time-scale", type=finite_float(0.0, 1e9, min_open=True), default=1.0, show_default=True,
               help="Run seconds per wall second (100: a trace hour runs in 36 s of wall time).")
 @click.option("--executor", "executor_name", type=click.Choice(EXECUTORS), default="sim", show_default=True,
@@ -73,7 +74,8 @@ def live_run(policy: str, policy_param: tuple[str, ...], time_scale: float, exec
     names = [p.strip() for p in policy.split(",") if p.strip()]
     if not names:
         raise InputError("no policy given", field="--policy")
-    policies = _check_policies(names, params)  # every refusal before anything is loaded or started
+    per_policy = _params_per_policy(names, params)
+    policies = _check_policies(names, per_policy)  # every refusal before anything is loaded or started
     with interrupts_raise(), staged(Path(out), overwrite=overwrite, note=_note) as st:
         cluster, w = load_run_inputs(kw)
         for n in w.notes:
@@ -83,14 +85,14 @@ def live_run(policy: str, policy_param: tuple[str, ...], time_scale: float, exec
         for folder, (name, resolved) in policies.items():
             target = st.tmp if len(policies) == 1 else st.tmp / folder
             target.mkdir(parents=True, exist_ok=True)
-            row, cmp_rows = _run_policy(name, params, resolved, cluster, w, jobs, kw, target, time_scale,
+            row, cmp_rows = _run_policy(name, per_policy[name], resolved, cluster, w, jobs, kw, target, time_scale,
                                         executor_name, ex_opts, grace_s, compare_sim)
             rows.append(row)
             comparisons += cmp_rows
             if len(policies) > 1:
                 from ddlsched.metrics.manifest import write_manifest
 
-                write_manifest(target, "run", run_inputs(kw, folder, params))
+                write_manifest(target, "run", run_inputs(kw, folder, per_policy[name]))
         if compare_sim:
             _write_comparison(st.tmp, rows, comparisons)
         inputs = run_inputs(kw, ",".join(policies), params)
@@ -126,14 +128,35 @@ def _pct(x: Any) -> str:
     return "-" if x is None else f"{100 * x:.0f} %"
 
 
-def _check_policies(names: list[str], params: dict[str, Any]) -> dict[str, tuple[str, Any]]:
+def _params_per_policy(names: list[str], params: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each policy's parameters: the plain ``KEY`` ones and its own ``POLICY:KEY`` ones (the policy named as in
+    ``--policy``). A scope naming no policy of ``--policy`` is an error naming the flag."""
+    plain = {k: v for k, v in params.items() if ":" not in k}
+    out: dict[str, dict[str, Any]] = {n: dict(plain) for n in names}
+    for key, value in params.items():
+        if ":" not in key:
+            continue
+        scope, _, name = key.partition(":")
+        scope, name = scope.strip(), name.strip()
+        if scope not in out:
+            raise InputError(f"{key!r}: {scope!r} is not one of the policies given ({', '.join(names)})",
+                             field="--policy-param")
+        if not name:
+            raise InputError(f"{key!r}: no parameter name after {scope + ':'!r}", field="--policy-param")
+        if name in out[scope]:
+            raise InputError(f"{name!r} given for {scope!r} twice (plain and scoped)", field="--policy-param")
+        out[scope][name] = value
+    return out
+
+
+def _check_policies(names: list[str], per_policy: dict[str, dict[str, Any]]) -> dict[str, tuple[str, Any]]:
     """Folder name → (name as given, policy), each checked to be runnable live (ConfigError with the reason)."""
     from ddlsched.live.model import refusal
     from ddlsched.policies import make_policy
 
     out: dict[str, tuple[str, Any]] = {}
     for n in names:
-        p = make_policy(n, params)
+        p = make_policy(n, per_policy[n])
         why = refusal(p)
         if why:
             raise ConfigError(f"cannot run live: {why}", field="--policy")
