@@ -54,22 +54,22 @@ def run(jobs: Sequence[JobSpec], policy: str, cluster: Cluster | None = None, xi
 
 
 # ------------------------------------------------------------------ loading
-def test_keep_loads_a_share_below_one_gpu_and_rounds_up_above(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fast", ["off", "always"])  # the row loop and the column-wise path
+def test_keep_loads_a_share_below_one_gpu_and_rounds_up_above(fast: str, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DDLSCHED_FAST_CSV", fast)
     f = tmp_path / "t.csv"
     f.write_text("job_id,arrival,num_gpus,duration\na,0,0.5,10\nb,0,1.5,10\nc,0,2,10\nd,0,0.25,10\n")
-    for path in ("row", "fast"):
-        if path == "row":  # a clock duration sends the file through the row loop
-            f.write_text(f.read_text().replace("d,0,0.25,10", "d,0,0.25,00:10"))
-        t = load_generic_csv(f, fractional_gpus="keep")
-        jobs = {j.job_id: j for j in t.jobs}
-        assert (jobs["a"].num_gpus, jobs["a"].gpu_request, jobs["a"].gpu_share) == (1, 0.5, 0.5)
-        assert (jobs["b"].num_gpus, jobs["b"].gpu_request, jobs["b"].gpu_share) == (2, 1.5, None)
-        assert (jobs["c"].num_gpus, jobs["c"].gpu_request, jobs["c"].gpu_share) == (2, None, None)
-        assert jobs["d"].gpu_share == 0.25
-        assert any(n.startswith("1 jobs asked for a fractional number of GPUs: rounded up") for n in t.notes)
-        assert any(n.startswith("2 jobs asked for a share of one GPU: kept as a share") for n in t.notes)
-        ceil = {j.job_id: j for j in load_generic_csv(f).jobs}
-        assert ceil["a"].gpu_share is None and ceil["a"].gpu_request == 0.5 and ceil["a"].num_gpus == 1
+    t = load_generic_csv(f, fractional_gpus="keep")
+    jobs = {j.job_id: j for j in t.jobs}
+    assert (jobs["a"].num_gpus, jobs["a"].gpu_request, jobs["a"].gpu_share) == (1, 0.5, 0.5)
+    assert (jobs["b"].num_gpus, jobs["b"].gpu_request, jobs["b"].gpu_share) == (2, 1.5, None)
+    assert (jobs["c"].num_gpus, jobs["c"].gpu_request, jobs["c"].gpu_share) == (2, None, None)
+    assert jobs["d"].gpu_share == 0.25
+    assert any(n.startswith("1 jobs asked for a fractional number of GPUs: rounded up") for n in t.notes)
+    assert any(n.startswith("2 jobs asked for a share of one GPU: kept as a share") for n in t.notes)
+    ceil = {j.job_id: j for j in load_generic_csv(f).jobs}
+    assert ceil["a"].gpu_share is None and ceil["a"].gpu_request == 0.5 and ceil["a"].num_gpus == 1
 
 
 def test_keep_in_the_kubernetes_loader_and_the_cli() -> None:
