@@ -4,6 +4,8 @@ under other policies, accounting, determinism, and the per-GPU capacity as a pro
 
 from __future__ import annotations
 
+import csv
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -207,3 +209,20 @@ def test_resident_shares_never_exceed_one_gpu(spec: list[tuple[float | None, int
             assert len(here) <= 2, (t, g, here)
     if all(s is not None for s, _, _ in spec):  # only share jobs: nobody is slowed by sharing
         assert all(r["run_s"] == pytest.approx(r["ideal_run_s"]) for r in recs.values())
+
+
+def test_the_worked_example_figures_of_docs_traces(tmp_path: Path) -> None:
+    """docs/traces.md "Fractional GPUs and GPU sharing": the two 0.5-GPU pods of pods_gpu.csv pack on one GPU."""
+    out = tmp_path / "keep"
+    r = CliRunner().invoke(cli, ["simulate", "--trace", str(ROOT / "data" / "examples" / "pods_gpu.csv"),
+                                 "--fractional-gpus", "keep", "--cluster", "rack256", "--policy", "sjf-bsbf",
+                                 "--out", str(out), "--quiet"])
+    assert r.exit_code == 0, r.output
+    mech = json.loads((out / "summary.json").read_text())["mechanisms"]
+    assert (mech["share_starts"], mech["packed_starts"], mech["peak_jobs_per_gpu"]) == (2, 1, 2)
+    with (out / "records.csv").open() as f:
+        recs = {row["job_id"]: row for row in csv.DictReader(f)}
+    a, b = recs["infer-llm-55c1b"], recs["dl-rec-0b7e3"]
+    assert a["last_gpus"] == b["last_gpus"] == "16"
+    assert float(a["run_s"]) == pytest.approx(3600.0) and float(b["run_s"]) == pytest.approx(4.5 * 3600)
+    assert float(a["sharing_s"]) == float(b["sharing_s"]) == 0.0
