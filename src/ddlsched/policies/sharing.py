@@ -144,7 +144,7 @@ class SharingSJF(Policy):
         out: list[Decision] = []
         running = {j.job_id: j for j in view.running}
         # share jobs (JobSpec.gpu_share): their shares, and the GPUs that hold one (module docstring)
-        share_of = {k: j.spec.gpu_share for k, j in running.items() if j.spec.gpu_share is not None}
+        share_of = {k: j.gpu_share for k, j in running.items() if j.gpu_share is not None}
         share_gpus = {g for k in share_of for g in running[k].gpus}
 
         def res(g: int) -> list[str]:
@@ -175,7 +175,7 @@ class SharingSJF(Policy):
         for a in sorted(view.pending, key=key):
             n = a.num_gpus
             mem_a = _mem(a)
-            s_a = a.spec.gpu_share or 0.0
+            s_a = a.gpu_share or 0.0
             if s_a:
                 g_pack = self._pack(s_a, mem_a, share_gpus, shares, free_mem, view.max_jobs_per_gpu)
                 if g_pack is not None:
