@@ -188,19 +188,18 @@ def test_sweep_cell_summary_counts_rows_by_reason() -> None:
     assert s["rows_filtered"]["state"] == 4
 
 
-def test_fractional_share_is_never_kept_as_a_share_and_keep_says_why(tmp_path: Path) -> None:
-    """The simulator places whole GPUs (docs/traces.md "Fractional GPUs and GPU sharing"): a share is rounded up
-    (kept in JobSpec.gpu_request) or refused; asking to keep it is a clear error naming the option and the reason."""
+def test_fractional_share_is_rounded_up_by_default_and_kept_with_keep(tmp_path: Path) -> None:
+    """docs/traces.md "Fractional GPUs and GPU sharing": a share is rounded up (kept in JobSpec.gpu_request), refused
+    with ``error``, or kept as a share of one GPU with ``keep`` (JobSpec.gpu_share); never truncated."""
     csv = tmp_path / "f.csv"
     csv.write_text("job_id,arrival,duration,num_gpus\na,0,60,0.25\nb,5,60,2\n")
     for path in (PODS, csv):
-        with pytest.raises(InputError) as e:
-            load_trace(path, fractional_gpus="keep")
-        assert e.value.field == "fractional_gpus" and "whole GPUs" in str(e.value) and "ceil" in str(e.value)
+        kept = [j for j in load_trace(path, fractional_gpus="keep").jobs if j.gpu_request is not None]
+        assert kept and all(j.num_gpus == 1 and j.gpu_share == j.gpu_request < 1 for j in kept)
     j = load_trace(csv).jobs[0]
-    assert (j.num_gpus, j.gpu_request) == (1, 0.25)
+    assert (j.num_gpus, j.gpu_request, j.gpu_share) == (1, 0.25, None)
     r = CliRunner().invoke(cli, ["traces", "info", str(csv), "--fractional-gpus", "keep"])
-    assert r.exit_code == 2 and "keep" in r.output
+    assert r.exit_code == 0 and "1 kept as shares" in r.output, r.output
 
 
 def test_slurm_gpu_shares_are_zero_gpus_with_a_note_on_both_paths(tmp_path: Path,

@@ -91,7 +91,8 @@ SUMMARY_FIELDS: dict[str, str] = {
     "p95_slowdown": "95th percentile over completed jobs of run_s / ideal_run_s (the slow tail: split rings, "
                     "contention, sharing)",
     "gpu_utilization": "time-average of GPUs held by at least one job, over the makespan (whole run), ÷ cluster "
-                       "GPUs (the same quantity the time series samples as busy_gpus)",
+                       "GPUs (the same quantity the time series samples as busy_gpus; a GPU hosting several jobs, "
+                       "shared or packed by share, counts once)",
     "offered_load": "Σ over completed jobs of GPUs × ideal_run_s ÷ (cluster GPUs × arrival span): > 1 means "
                     "more work arrives than the cluster could do even with ideal placements",
     "offered_load_min_quarter": "offered load of the jobs arriving in the quarter of the measured arrival span "
@@ -113,6 +114,11 @@ MECHANISMS: dict[str, str] = {
     "starts": "fluid: jobs (re)started",
     "shared_starts": "fluid: starts onto a GPU that already hosted another job (GPU sharing)",
     "accumulation_starts": "fluid: starts with gradient accumulation (sub-batch > 1 step)",
+    "share_starts": "fluid, runs with share jobs (JobSpec.gpu_share) under a GPU-sharing policy only: starts of "
+                    "share jobs",
+    "packed_starts": "fluid, runs with share jobs only: starts of a share job onto a GPU holding only share jobs "
+                     "(packed by share, shares summing to <= 1, no interference slowdown)",
+    "peak_jobs_per_gpu": "fluid, runs with share jobs only: the most jobs resident on one GPU at any instant",
     "preemptions": "fluid: preemptions of every cause (a policy counter such as network_preemptions says why)",
     "transfers": "task DAG: all-reduce transfers admitted",
     "contended_transfers": "task DAG: transfers admitted onto a NIC that already carried one",

@@ -130,8 +130,9 @@ def mapping_options(f: Any) -> Any:
                      help="generic_csv: what the num_gpus column counts (default gpus)."),
         click.option("--fractional-gpus", type=click.Choice(list(FRACTIONAL_RULES)), default=None,
                      help="generic_csv/kubernetes: a fractional GPU request is rounded up (ceil, default; "
-                          "JobSpec.gpu_request keeps the share) or an error. A share is not simulated as a share: "
-                          "jobs run on whole GPUs (docs/traces.md)."),
+                          "JobSpec.gpu_request keeps the share), an error, or, below 1 GPU, kept as a share of one "
+                          "GPU (keep): GPU-sharing policies (sjf-bsbf, ...) pack shares summing to <= 1 on a GPU, "
+                          "others give each a whole GPU, with a note (docs/traces.md)."),
         click.option("--states", default=None, metavar="STATE,...|all",
                      help="slurm/kubernetes: end states simulated (default slurm: completed,timeout,failed,"
                           "out_of_memory,node_fail; kubernetes: succeeded,failed). Other rows are counted by reason."),

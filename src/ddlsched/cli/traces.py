@@ -77,7 +77,10 @@ def info(path: str, seed: int, cluster_spec: str | None, **kw: Any) -> None:
         t.add_row("arrival 0 =", d["epoch"])
     t.add_row("GPUs requested (sum)", f"{d['total_gpus_requested']:,}")
     if d["fractional_gpu_jobs"]:
-        t.add_row("fractional GPU requests", f"{d['fractional_gpu_jobs']:,} (rounded up)")
+        kept = d["gpu_share_jobs"]
+        rounded = d["fractional_gpu_jobs"] - kept
+        t.add_row("fractional GPU requests", ", ".join(p for p in (f"{rounded:,} rounded up" if rounded else "",
+                                                                    f"{kept:,} kept as shares" if kept else "") if p))
     gs = d["total_gpu_seconds"]
     t.add_row("total GPU-seconds", "- (iterations only)" if gs is None else f"{gs:,.0f} ({gs / 3600:,.1f} GPU-h)")
     if d["groups"]:

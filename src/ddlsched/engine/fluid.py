@@ -4,7 +4,8 @@ A running job does ``1 / iteration_time`` iterations per second; its iteration t
 overlap) comes from the physics model (``ddlsched.perf``), which is told when a job starts or leaves and returns
 the jobs whose time changed; only those are re-timed, and their superseded completion events are dropped lazily
 (per-job version counter). Decisions: ``Start`` (exclusive GPUs, or shared with ``share=True`` up to the policy's
-jobs-per-GPU limit and GPU memory; ``accum_steps`` for gradient accumulation) and ``Preempt`` (the job returns to
+jobs-per-GPU limit, or for share jobs by their shares (``engine.model.share_fits``), and GPU memory;
+``accum_steps`` for gradient accumulation) and ``Preempt`` (the job returns to
 the queue; its next start loses ``restart_penalty_s`` of progress). Preemptions are applied before starts.
 
 Run-time accounts (``ddlsched.vocabulary``): over every stretch of progress of a job at iteration time
@@ -33,7 +34,7 @@ from ddlsched.engine.allocation import FreeGPUs
 from ddlsched.engine.decisions import Preempt, Start
 from ddlsched.engine.ideal import IdealTimes, ideal_times
 from ddlsched.engine.jobview import JobView
-from ddlsched.engine.model import ExecutionModel, ModelSettings, Requirements
+from ddlsched.engine.model import ExecutionModel, ModelSettings, Requirements, share_fits
 from ddlsched.engine.pending import PendingQueue
 from ddlsched.engine.state import JobState, JobStatus
 from ddlsched.engine.view import SchedulerView
@@ -198,9 +199,19 @@ class FluidModel(ExecutionModel):
         self._view: SchedulerView | None = None
         self._audit = False
         self._mech = {"starts": 0, "shared_starts": 0, "accumulation_starts": 0, "preemptions": 0}
+        # share jobs (JobSpec.gpu_share, packed by share when the policy shares GPUs): their shares, and their
+        # counters, reported only in a run that has some (docs/traces.md "Fractional GPUs and GPU sharing")
+        self._share: dict[str, float] = {}
+        self._share_mech = {"share_starts": 0, "packed_starts": 0, "peak_jobs_per_gpu": 0}
 
     def mechanisms(self) -> dict[str, float]:
-        return dict(self._mech)
+        out: dict[str, float] = dict(self._mech)
+        if self._share:
+            out.update(self._share_mech)
+        return out
+
+    def packs_shares(self) -> bool:
+        return self.max_jobs_per_gpu > 1
 
     def bind(self, ctx: Any) -> None:
         super().bind(ctx)
@@ -233,6 +244,8 @@ class FluidModel(ExecutionModel):
         reason, ideal, ideal_iter_s = fit
         if ideal is None:
             return reason
+        if spec.gpu_share is not None and self.max_jobs_per_gpu > 1:
+            self._share[spec.job_id] = spec.gpu_share
         st.work = float(spec.iterations) if spec.iterations is not None else spec.duration_s / ideal.reference_iter_s  # type: ignore[operator]
         st.ideal_iter_s = ideal_iter_s
         st.ideal_c, st.ideal_m = ideal.compute_s, ideal.comm_s
@@ -375,15 +388,18 @@ class FluidModel(ExecutionModel):
         mem = self.job_mem(st, d.accum_steps)
         num_gpus, gpu_jobs, gpu_mem, cap_mb = self._num_gpus, self.gpu_jobs, self.gpu_mem, self._gpu_cap_mb
         share, per_gpu = d.share, self.max_jobs_per_gpu
+        shares = self._share
+        own = shares.get(d.job_id, 0.0) if shares else 0.0
         for g in gpus:
             if not 0 <= g < num_gpus:
                 raise SimulationError(f"t={now}: job {d.job_id}: no GPU {g}")
             resident = gpu_jobs[g]
             if resident and not share:
                 raise SimulationError(f"t={now}: job {d.job_id}: GPU {g} is busy with {resident}")
-            if len(resident) >= per_gpu:
-                raise SimulationError(f"t={now}: job {d.job_id}: GPU {g} already hosts "
-                                      f"{self.max_jobs_per_gpu} job(s)")
+            if resident and not share_fits(own, [shares.get(k, 0.0) for k in resident], per_gpu):
+                raise SimulationError(f"t={now}: job {d.job_id}"
+                                      + (f" (share {own:g})" if own else "") + f": GPU {g} cannot take it beside "
+                                      f"{resident} (at most {per_gpu} job(s) per GPU, or shares summing to <= 1)")
             if gpu_mem[g] + mem > cap_mb[g] + 1e-6:
                 raise SimulationError(f"t={now}: job {d.job_id}: GPU {g} memory over-allocated")
         self._dequeue(st)
@@ -395,11 +411,20 @@ class FluidModel(ExecutionModel):
             mech["shared_starts"] += 1
         if d.accum_steps > 1:
             mech["accumulation_starts"] += 1
+        if own:
+            smech = self._share_mech
+            smech["share_starts"] += 1
+            if len(newly_busy) < len(gpus) and min(shares.get(k, 0.0) for k in gpu_jobs[gpus[0]]) > 0.0:
+                smech["packed_starts"] += 1
         self.free.take(newly_busy)
         self._busy_gpus += len(newly_busy)
         for g in gpus:
             gpu_jobs[g].append(jid)
             gpu_mem[g] += mem
+        if shares:
+            most = max(len(gpu_jobs[g]) for g in gpus)
+            if most > self._share_mech["peak_jobs_per_gpu"]:
+                self._share_mech["peak_jobs_per_gpu"] = most
         st.status = JobStatus.RUNNING
         st.gpus = gpus
         st.accum_steps = d.accum_steps
@@ -418,7 +443,7 @@ class FluidModel(ExecutionModel):
         self.running[st.job_id] = st
         if self._audit:
             self.ctx.audit("start", st.job_id, st.done_iters)
-        changed = self.perf.add(Placement(st.job_id, gpus, st.profile, d.accum_steps))
+        changed = self.perf.add(Placement(st.job_id, gpus, st.profile, d.accum_steps, own))
         alone = self.perf.alone(st.job_id)
         st.alone_c, st.alone_m = alone.compute_s, alone.comm_s
         excess = alone.compute_s + alone.comm_s - st.ideal_c - st.ideal_m

@@ -64,6 +64,11 @@ class JobView:
         return self._s.spec.gpu_type
 
     @property
+    def gpu_share(self) -> float | None:
+        """The share of one GPU the job asked for when it was loaded as a share (``JobSpec.gpu_share``), else None."""
+        return self._s.spec.gpu_share
+
+    @property
     def profile(self) -> ModelProfile:
         return self._s.profile
 

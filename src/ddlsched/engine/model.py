@@ -55,6 +55,23 @@ class EngineContext(Protocol):
     def audit(self, kind: str, job_id: str, value: float = 0.0) -> None: ...
 
 
+SHARE_EPS = 1e-9
+"""Tolerance of the share capacity test (shares read from a trace, e.g. 0.1 + 0.2 + 0.7)."""
+
+
+def share_fits(new_share: float, resident_shares: Sequence[float], jobs_per_gpu: int) -> bool:
+    """Whether a job may join a GPU whose resident jobs hold ``resident_shares`` (``0.0``: a whole-GPU job; a share
+    job holds its ``JobSpec.gpu_share``), under a policy that allows ``jobs_per_gpu`` jobs per GPU (docs/traces.md
+    "Fractional GPUs and GPU sharing"): a share job joins share jobs while the shares sum to ≤ 1, however many
+    they are; any other mix (a whole-GPU job on either side) is the pair rule, fewer than ``jobs_per_gpu``
+    residents. An idle GPU takes any job. Memory is checked separately."""
+    if not resident_shares:
+        return True
+    if new_share > 0.0 and min(resident_shares) > 0.0:
+        return sum(resident_shares) + new_share <= 1.0 + SHARE_EPS
+    return len(resident_shares) < jobs_per_gpu
+
+
 @dataclass
 class ModelSettings:
     """Engine options as resolved for one run (see :func:`ddlsched.engine.run.run_policy`)."""
@@ -163,6 +180,11 @@ class ExecutionModel(ABC):
     def mechanisms(self) -> dict[str, float]:
         """Counts of the model's mechanisms that fired (``ddlsched.vocabulary.MECHANISMS``)."""
         return {}
+
+    def packs_shares(self) -> bool:
+        """Whether jobs with a ``JobSpec.gpu_share`` run as shares of a GPU (:func:`share_fits`); otherwise each
+        runs on a whole GPU, and the run says so in a note (``engine/run.py``)."""
+        return False
 
     def finish_checks(self) -> None:  # noqa: B027 - optional hook
         """Invariants checked once at the end of the run (e.g. nothing left allocated)."""

@@ -99,7 +99,9 @@ def run_simulation(cluster: Cluster, jobs: Sequence[JobSpec], policy: Any, confi
         policy.reset()
         core = Core(jobs, policy, model, record_timeseries=config.record_timeseries, audit=config.audit,
                     progress=progress, skipped=skipped)
-        return _run_frozen(core)
+        result = _run_frozen(core)
+        result.notes.extend(share_notes(jobs, policy, model))
+        return result
     except DdlschedError:
         raise
     except Exception as e:
@@ -107,6 +109,19 @@ def run_simulation(cluster: Cluster, jobs: Sequence[JobSpec], policy: Any, confi
         if where is None:  # a bug in ddlsched itself: keep the traceback
             raise
         raise SimulationError(plugin_failure(policy, where, e, getattr(core, "now", None))) from None
+
+
+def share_notes(jobs: Sequence[JobSpec], policy: Any, model: ExecutionModel) -> list[str]:
+    """A note counting the share jobs (``JobSpec.gpu_share``) that ran on whole GPUs because the policy does not
+    pack GPU shares (docs/traces.md "Fractional GPUs and GPU sharing")."""
+    if model.packs_shares():
+        return []
+    n = sum(j.gpu_share is not None for j in jobs)
+    if not n:
+        return []
+    name = getattr(policy, "name", type(policy).__name__)
+    return [f"{n:,} share jobs run on whole GPUs: policy {name} does not share GPUs (shares are packed only by "
+            "the GPU-sharing policies, e.g. sjf-bsbf)"]
 
 
 def plugin_file(policy: Any) -> str | None:

@@ -34,12 +34,15 @@ class Placement:
     gpus: tuple[int, ...]
     profile: ModelProfile
     accum_steps: int = 1  # gradient-accumulation steps, sub-batch = batch / accum_steps (docs/physics.md §8)
+    share: float = 0.0  # the share of its GPU a share job runs on (JobSpec.gpu_share, packed by share); 0: whole GPU
 
-    def __init__(self, job_id: str, gpus: tuple[int, ...], profile: ModelProfile, accum_steps: int = 1) -> None:
+    def __init__(self, job_id: str, gpus: tuple[int, ...], profile: ModelProfile, accum_steps: int = 1,
+                 share: float = 0.0) -> None:
         self.job_id = job_id
         self.gpus = gpus
         self.profile = profile
         self.accum_steps = accum_steps
+        self.share = share
 
     @property
     def num_gpus(self) -> int:

@@ -10,7 +10,9 @@ iteration time:
 * compute_j, comm_j: the wrapped network model's figures (contention included);
 * g(s) = 1 + accum_penalty·(s − 1) for s = ``accum_steps`` gradient-accumulation steps [I];
 * ξ_j = max over the jobs k sharing any of j's GPUs of ξ[model_j][model_k] (the slowest worker paces the
-  ring), 1 when j shares no GPU (``ddlsched.perf.interference``). By default ξ scales the compute part only:
+  ring), 1 when j shares no GPU (``ddlsched.perf.interference``); two share jobs packed on a GPU by their shares
+  (``Placement.share`` > 0 for both, docs/traces.md "Fractional GPUs and GPU sharing") do not count as partners:
+  each runs at the speed its trace recorded on its share. By default ξ scales the compute part only:
   the bundled ξ values are Gavel's *single-GPU* pair measurements, which contain no communication, and under
   time-slicing one job's all-reduce overlaps its partner's kernels; two sharing jobs that also share a link are
   already slowed by the wrapped network model. ``xi_scope="iteration"`` scales the whole iteration, as a table
@@ -85,9 +87,13 @@ class SharingPerf(PerfModel):
         return out
 
     def xi_of(self, job_id: str) -> float:
-        model = self._placements[job_id].profile.name
-        return max((self.xi_table.xi(model, self._placements[k].profile.name) for k in self.partners(job_id)),
-                   default=1.0)
+        """ξ of the job: the largest over its partners, except partners that are, like it, share jobs packed by
+        share (both ``Placement.share`` > 0): their trace speed was measured on that share, so no slowdown."""
+        p = self._placements[job_id]
+        model = p.profile.name
+        return max((self.xi_table.xi(model, q.profile.name) for q in map(self._placements.__getitem__,
+                                                                           self.partners(job_id))
+                    if not (p.share > 0.0 and q.share > 0.0)), default=1.0)
 
     def _final(self, job_id: str) -> IterationTime:
         raw = self._raw[job_id]

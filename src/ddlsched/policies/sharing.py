@@ -32,6 +32,13 @@ back to the multi-server walk.
 **SJF-FFS**: the same walk without the benefit test (first-fit sharing), smallest sub-batch step that fits.
 Only running jobs are sharing partners (a job started earlier in the same pass is not).
 
+**Share jobs** (``JobSpec.gpu_share``, loaded with ``fractional_gpus="keep"``; docs/traces.md "Fractional GPUs
+and GPU sharing"). Before the walk, a pending share job packs onto a GPU that holds only share jobs, running or
+started earlier in the pass, when the shares sum to ≤ 1 with its own and its memory fits (the fullest such GPU
+first: best fit, so idle GPUs stay whole); no benefit test, since packed share jobs run at their trace speed
+(no ξ). Otherwise it goes through the walk above like any 1-GPU job, except that a GPU whose one resident is a
+share job is not a sharing partner for it (their shares decided that already).
+
 **Preemptive baselines (docs/policies/gpu-sharing.md §5, [C]).** Exclusive GPUs, YARN-style consolidated placement
 (one server if
 G ≤ GPUs/server, else whole servers in one rack); jobs ranked by (class, running first, key); when a pending job
@@ -50,7 +57,7 @@ from pydantic import NonNegativeFloat, PositiveFloat, PositiveInt
 
 from ddlsched.engine.decisions import Decision, Start
 from ddlsched.engine.jobview import JobView
-from ddlsched.engine.model import Requirements
+from ddlsched.engine.model import Requirements, share_fits
 from ddlsched.engine.view import SchedulerView
 from ddlsched.perf.interference import SUB_BATCH_STEPS, Interference, accum_mem, accum_slowdown
 from ddlsched.policies.base import Policy
@@ -136,6 +143,9 @@ class SharingSJF(Policy):
 
         out: list[Decision] = []
         running = {j.job_id: j for j in view.running}
+        # share jobs (JobSpec.gpu_share): their shares, and the GPUs that hold one (module docstring)
+        share_of = {k: j.gpu_share for k, j in running.items() if j.gpu_share is not None}
+        share_gpus = {g for k in share_of for g in running[k].gpus}
 
         def res(g: int) -> list[str]:
             r = residents.get(g)
@@ -159,14 +169,29 @@ class SharingSJF(Policy):
                         for g in cluster.server_gpus[s] if len(res(g)) <= 1] for s in order}
             return server_jobs, order, gpus
 
+        def shares(g: int) -> list[float]:
+            return [share_of.get(k, 0.0) for k in res(g)]
+
         for a in sorted(view.pending, key=key):
             n = a.num_gpus
             mem_a = _mem(a)
+            s_a = a.gpu_share or 0.0
+            if s_a:
+                g_pack = self._pack(s_a, mem_a, share_gpus, shares, free_mem, view.max_jobs_per_gpu)
+                if g_pack is not None:
+                    res(g_pack).append(a.job_id)
+                    mem_used[g_pack] = mem_used.get(g_pack, 0.0) + mem_a
+                    share_of[a.job_id] = s_a
+                    out.append(Start(a.job_id, (g_pack,), share=True))
+                    snapshot = None
+                    continue
             mem_min = accum_mem(mem_a, self.steps[-1])
             if snapshot is None:
                 snapshot = take_snapshot()
             server_jobs, order, gpus_by_server = snapshot
-            cand_by_server = {s: [g for g, idle, solo, fm in gpus_by_server[s] if idle or (solo and fm >= mem_min)]
+            # a share job pairs only with a whole-GPU job: beside share jobs, its shares decide (_pack)
+            cand_by_server = {s: [g for g, idle, solo, fm in gpus_by_server[s]
+                                  if idle or (solo and fm >= mem_min and not (s_a and res(g)[0] in share_of))]
                               for s in order}
             plan = None
             if self.consolidated:
@@ -191,9 +216,28 @@ class SharingSJF(Policy):
             for g in gpus:
                 res(g).append(a.job_id)
                 mem_used[g] = mem_used.get(g, 0.0) + m
+            if s_a:
+                share_of[a.job_id] = s_a
+                share_gpus.update(gpus)
             out.append(Start(a.job_id, tuple(gpus), share=shared, accum_steps=steps))
             snapshot = None
         return out
+
+    @staticmethod
+    def _pack(s_a: float, mem_a: float, share_gpus: set[int], shares: Any, free_mem: Any,
+              jobs_per_gpu: int) -> int | None:
+        """The GPU a share job of share ``s_a`` packs onto beside share jobs only, by its share
+        (``engine.model.share_fits``) and memory: the fullest such GPU (best fit), then the lowest id; None if
+        none has room."""
+        best: tuple[float, int] | None = None
+        for g in share_gpus:
+            held = shares(g)
+            if not held or min(held) <= 0.0 or not share_fits(s_a, held, jobs_per_gpu) or free_mem(g) < mem_a:
+                continue
+            k = (-sum(held), g)
+            if best is None or k < best:
+                best = k
+        return None if best is None else best[1]
 
     def _plan(self, a: JobView, n: int, mem_a: float, cands: list[int], res: Any, free_mem: Any,
               running: dict[str, JobView], view: SchedulerView) -> tuple[list[int], int, bool] | None:

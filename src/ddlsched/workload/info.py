@@ -26,6 +26,7 @@ def trace_info(trace: Trace) -> dict[str, Any]:
         "model_histogram": dict(sorted(Counter(j.model for j in jobs).items())),
         "gpu_type_histogram": dict(sorted(Counter(j.gpu_type for j in jobs if j.gpu_type is not None).items())),
         "fractional_gpu_jobs": sum(j.gpu_request is not None for j in jobs),
+        "gpu_share_jobs": sum(j.gpu_share is not None for j in jobs),
         "groups": dict(sorted(Counter(j.group for j in jobs if j.group is not None).items())),
         "first_arrival_s": min(arrivals) if arrivals else None,
         "last_arrival_s": max(arrivals) if arrivals else None,

@@ -30,6 +30,9 @@ class JobSpec:
     * ``state`` — the scheduler's end state when it was not a plain completion (``cancelled``, ``failed``,
       ``timeout``, ...; Slurm and Kubernetes exports): the run time is then the time the job actually ran.
     * ``group`` — the file a job came from when a folder of trace files was loaded as one trace (its stem).
+    * ``gpu_share`` — the share of one GPU (0 < s < 1) the job runs on when the loader kept it as a share
+      (``fractional_gpus="keep"``); ``num_gpus`` is then 1. A GPU-sharing policy packs share jobs on a GPU while
+      their shares sum to ≤ 1; other policies run them on a whole GPU (``docs/traces.md``).
     """
 
     job_id: str
@@ -47,6 +50,7 @@ class JobSpec:
     gpu_type: str | None = None
     group: str | None = None
     state: str | None = None
+    gpu_share: float | None = None
 
     def __post_init__(self) -> None:
         if self.num_gpus < 1:
@@ -62,6 +66,9 @@ class JobSpec:
         if self.gpu_request is not None and not (0 < self.gpu_request <= self.num_gpus):
             raise ValueError(f"job {self.job_id}: gpu_request must be in (0, num_gpus={self.num_gpus}], "
                              f"got {self.gpu_request}")
+        if self.gpu_share is not None and not (0 < self.gpu_share < 1 and self.num_gpus == 1):
+            raise ValueError(f"job {self.job_id}: gpu_share must be in (0, 1) with num_gpus=1, got "
+                             f"{self.gpu_share} with num_gpus={self.num_gpus}")
 
     def with_(self, **changes: object) -> JobSpec:
         return replace(self, **changes)
@@ -105,4 +112,7 @@ def _columns_valid(n: int, c: dict[str, Sequence[Any]]) -> bool:
     if not (all(map(math.isfinite, lengths[0])) and min(lengths[0]) > 0):
         return False
     req = c.get("gpu_request")
-    return req is None or all(r is None or 0 < r <= g for r, g in zip(req, c["num_gpus"], strict=True))
+    if req is not None and not all(r is None or 0 < r <= g for r, g in zip(req, c["num_gpus"], strict=True)):
+        return False
+    share = c.get("gpu_share")
+    return share is None or all(s is None or (0 < s < 1 and g == 1) for s, g in zip(share, c["num_gpus"], strict=True))

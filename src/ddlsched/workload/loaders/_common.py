@@ -11,7 +11,8 @@ Reading is in :mod:`ddlsched.workload.csvrows`. Two kinds of error come from the
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import math
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from ddlsched.errors import InputError
@@ -24,10 +25,11 @@ from ddlsched.workload.trace import FILTER_REASONS, MAX_REASONS, Trace
 TIME_UNITS: dict[str, float] = {"ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
 """Seconds per unit for every ``time_unit`` option."""
 
-FRACTIONAL_RULES = ("ceil", "error")
+FRACTIONAL_RULES = ("ceil", "error", "keep")
 """``fractional_gpus`` choices: round a fractional GPU request up to whole GPUs (``JobSpec.gpu_request`` keeps the
-share), or refuse it with a located error. There is no ``keep`` (``docs/traces.md`` "Fractional GPUs and GPU
-sharing"): the simulator places whole GPUs."""
+request), refuse it with a located error, or keep a request below one GPU as a share of one GPU
+(``JobSpec.gpu_share``; a fractional request above one GPU is still rounded up). ``docs/traces.md`` "Fractional
+GPUs and GPU sharing"."""
 
 UNKNOWN_MODEL_RULES = ("error", "map")
 """``unknown_models`` choices: stop with a located error (default), or map to a seeded default model."""
@@ -43,17 +45,36 @@ def unit_factor(unit: str, *, field: str = "time_unit") -> float:
 
 
 def check_fractional_rule(rule: str) -> None:
-    """An InputError naming ``--fractional-gpus`` unless ``rule`` is one of :data:`FRACTIONAL_RULES`; ``keep``
-    gets the reason it does not exist."""
-    if rule == "keep":
-        raise InputError("fractional_gpus='keep' is not supported: the simulator runs a job on exactly num_gpus "
-                         "whole GPUs, and its GPU-sharing model (sjf-bsbf, sjf-ffs, ...) co-locates whole-GPU jobs, "
-                         "at most 2 per GPU, slowed by a profiled pair-interference factor, not by a share; use ceil "
-                         "(round up, JobSpec.gpu_request keeps the share) or error (docs/traces.md, \"Fractional "
-                         "GPUs and GPU sharing\")", field="fractional_gpus")
+    """An InputError naming ``--fractional-gpus`` unless ``rule`` is one of :data:`FRACTIONAL_RULES`."""
     if rule not in FRACTIONAL_RULES:
         raise InputError(f"fractional_gpus must be one of {', '.join(FRACTIONAL_RULES)}, got {rule!r} "
                          "(--fractional-gpus)", field="fractional_gpus")
+
+
+def fractional_fields(req: float, rule: str) -> dict[str, object]:
+    """The JobSpec GPU fields for a request of ``req`` GPUs under ``rule`` (already checked, and not ``error``
+    when ``req`` is fractional): ``num_gpus`` = ⌈req⌉, plus ``gpu_request`` when ``req`` is not whole, plus
+    ``gpu_share`` when ``rule`` is ``keep`` and ``req`` < 1."""
+    n = math.ceil(req)
+    if n == req:
+        return {"num_gpus": n}
+    if rule == "keep" and req < 1:
+        return {"num_gpus": 1, "gpu_request": req, "gpu_share": req}
+    return {"num_gpus": n, "gpu_request": req}
+
+
+def fractional_notes(jobs: Sequence[JobSpec]) -> list[str]:
+    """The load notes for fractional requests: how many were rounded up, how many kept as shares."""
+    rounded = sum(j.gpu_request is not None and j.gpu_share is None for j in jobs)
+    kept = sum(j.gpu_share is not None for j in jobs)
+    out = []
+    if rounded:
+        out.append(f"{rounded:,} jobs asked for a fractional number of GPUs: rounded up to whole GPUs "
+                   "(JobSpec.gpu_request keeps the fraction)")
+    if kept:
+        out.append(f"{kept:,} jobs asked for a share of one GPU: kept as a share (JobSpec.gpu_share; a GPU-sharing "
+                   "policy packs shares summing to <= 1 on a GPU, other policies give each a whole GPU)")
+    return out
 
 
 def check_file(path: str | Path) -> Path:
@@ -67,7 +88,7 @@ def check_file(path: str | Path) -> Path:
 
 
 __all__ = ["FRACTIONAL_RULES", "Builder", "Header", "Row", "check_file", "check_fractional_rule", "check_gpu_type",
-           "iter_lines", "read_rows", "resolve_model", "short", "unit_factor"]
+           "fractional_fields", "fractional_notes", "iter_lines", "read_rows", "resolve_model", "short", "unit_factor"]
 
 
 def resolve_model(name: str, catalog: ModelCatalog) -> str | None:

@@ -7,7 +7,8 @@ NAME leaves the field unmapped). Fields left out are looked up under the common 
 * GPUs: ``num_gpus`` and/or ``gpu_milli`` (thousandths of a GPU per GPU, Alibaba style) are required. A
   request that is not a whole number of GPUs (0.5, or ``gpu_milli=500``) becomes ``num_gpus = ceil(request)``
   with ``JobSpec.gpu_request`` keeping the fraction, counted in a note (``fractional_gpus="error"`` refuses
-  it). ``gpu_unit`` says what the ``num_gpus`` column counts: ``gpus`` (default), ``milli`` or ``percent``.
+  it; ``fractional_gpus="keep"`` keeps a request below 1 as ``JobSpec.gpu_share`` on ``num_gpus = 1``).
+  ``gpu_unit`` says what the ``num_gpus`` column counts: ``gpus`` (default), ``milli`` or ``percent``.
 * Length: ``iterations``, else ``duration``, else ``end`` minus ``start`` (when mapped) or minus ``arrival``
   (the submission time, so the original cluster's queueing is included — a note says which).
 * Times: numbers in ``time_unit`` (``duration_unit`` for durations), clock durations or ISO-8601 timestamps,
@@ -48,6 +49,8 @@ from ddlsched.workload.loaders._common import (
     check_file,
     check_fractional_rule,
     check_gpu_type,
+    fractional_fields,
+    fractional_notes,
     read_rows,
     resolve_model,
     short,
@@ -381,13 +384,10 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
                     raise r.error("the job requests no GPU (0)", gpu_label)
                 if req > MAX_GPUS:
                     raise r.error(f"{req:g} GPUs is beyond the limit of {MAX_GPUS:,}", gpu_label)
-                n = math.ceil(req)
-                if n != req:
-                    if fractional_gpus == "error":
-                        raise r.error(f"fractional GPU request {req:g} (pass --fractional-gpus ceil to round it up)",
-                                      gpu_label)
-                    kw["gpu_request"] = req
-                kw["num_gpus"] = n
+                if math.ceil(req) != req and fractional_gpus == "error":
+                    raise r.error(f"fractional GPU request {req:g} (pass --fractional-gpus ceil to round it up)",
+                                  gpu_label)
+                kw.update(fractional_fields(req, fractional_gpus))
                 # length
                 arrival = tcols["arrival"].parse(r) if "arrival" in tcols else None
                 if length == "iterations":
@@ -443,7 +443,6 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
         pass_rows = read_rows(p, delimiter=delimiter)
         next(pass_rows, None)
         parse_rows(builder(), pass_rows, keep=False)
-    fractional = 0
     parsed = parse_rows(b, rows, keep=True)
     epoch: datetime | None = None
     stamps = [x.arrival.when for x in parsed if x.arrival is not None and x.arrival.when is not None]
@@ -466,17 +465,15 @@ def load_generic_csv(path: str | Path, *, skip_invalid: bool = False, seed: int 
             else:
                 arrival_s = x.arrival.seconds
             b.add(row, job_id=x.job_id, arrival_s=arrival_s, **x.kw)
-            fractional += "gpu_request" in x.kw
         except InputError as e:
             b.reject(e)
-    return _finish(b, fractional, length, col, epoch)
+    return _finish(b, length, col, epoch)
 
 
-def _finish(b: Builder, fractional: int, length: str, col: dict[str, str], epoch: Any) -> Trace:
-    """The notes both loading paths add (fractional GPUs rounded up, absolute durations), then the trace."""
-    if fractional:
-        b.notes.append(f"{fractional} jobs asked for a fractional number of GPUs: rounded up to whole GPUs "
-                       "(JobSpec.gpu_request keeps the fraction)")
+def _finish(b: Builder, length: str, col: dict[str, str], epoch: Any) -> Trace:
+    """The notes both loading paths add (fractional GPUs rounded up or kept as shares, absolute durations), then
+    the trace."""
+    b.notes.extend(fractional_notes(b.jobs))
     if length == "duration":
         _warn_absolute_durations(b, col["duration"])
     return b.finish(epoch=epoch)
@@ -610,6 +607,10 @@ def _load_fast(p: Path, b: Builder, plan: _Plan, cols: list[Any], *, t_factor: f
                                 "model": models}
     if frac.any():
         kw["gpu_request"] = [r if f else None for r, f in zip(req.tolist(), frac.tolist(), strict=True)]
+        if fractional_gpus == "keep":
+            share = frac & (req < 1)
+            kw["num_gpus"] = np.where(share, 1, whole).astype(np.int64).tolist()
+            kw["gpu_share"] = [r if f else None for r, f in zip(req.tolist(), share.tolist(), strict=True)]
     if batch is not None:
         kw["batch_size"] = batch
     if users is not None:
@@ -621,8 +622,7 @@ def _load_fast(p: Path, b: Builder, plan: _Plan, cols: list[Any], *, t_factor: f
     except ValueError:
         return None
     b.ids = set(ids)
-    fractional = int(frac.sum())
-    return _finish(b, fractional, length, col, None)
+    return _finish(b, length, col, None)
 
 
 def _models(b: Builder, ids: list[str], names: list[str] | None) -> list[str] | None:

@@ -12,8 +12,9 @@ Columns (case-insensitive; the camelCase names of the pod object, or their snake
   note: the run time then includes any time between the end and the deletion).
 * ``gpus`` (required; ``nvidia.com/gpu`` accepted) — GPUs asked for, possibly fractional (``0.5``);
   ``gpuShare`` (optional) — the share of each GPU, ``0 < share <= 1``: the request is ``gpus × gpuShare``. A
-  fractional request is rounded up to whole GPUs (``JobSpec.gpu_request`` keeps it; a note counts them), or an
-  error with ``fractional_gpus="error"``; 0 GPUs is ``zero_gpus``.
+  fractional request is rounded up to whole GPUs (``JobSpec.gpu_request`` keeps it; a note counts them), an
+  error with ``fractional_gpus="error"``, or, below 1 with ``fractional_gpus="keep"``, kept as a share of one GPU
+  (``JobSpec.gpu_share``); 0 GPUs is ``zero_gpus``.
 
 Missing values: empty, ``<none>``, ``null``, ``None``. Filtering order per row: never ran (no
 ``scheduledTime``, or phase ``Pending``), state, zero GPUs.
@@ -36,6 +37,8 @@ from ddlsched.workload.loaders._common import (
     Row,
     check_file,
     check_fractional_rule,
+    fractional_fields,
+    fractional_notes,
     read_rows,
     short,
 )
@@ -166,12 +169,10 @@ def load_kubernetes(path: str | Path, *, skip_invalid: bool = False, seed: int =
                                   end_col)
                 if run > MAX_DURATION_S:
                     raise r.error(f"run time {run:g} s is beyond the limit of {MAX_DURATION_S:g} s", end_col)
-                kw: dict[str, object] = {"num_gpus": math.ceil(req), "duration_s": run}
-                if kw["num_gpus"] != req:
-                    if fractional_gpus == "error":
-                        raise r.error(f"fractional GPU request {req:g} (pass --fractional-gpus ceil to round it up)",
-                                      col.get("share", col["gpus"]))
-                    kw["gpu_request"] = req
+                if math.ceil(req) != req and fractional_gpus == "error":
+                    raise r.error(f"fractional GPU request {req:g} (pass --fractional-gpus ceil to round it up)",
+                                  col.get("share", col["gpus"]))
+                kw: dict[str, object] = {**fractional_fields(req, fractional_gpus), "duration_s": run}
                 if "namespace" in col:
                     kw["user"] = r.raw(col["namespace"]) or None
                 if keep:
@@ -187,7 +188,6 @@ def load_kubernetes(path: str | Path, *, skip_invalid: bool = False, seed: int =
         scan(Builder(p, "kubernetes", skip_invalid=False, seed=seed, model_mix=model_mix,
                      unknown_models=unknown_models, catalog=catalog), again, keep=False)
     parsed, by_deletion = scan(b, rows, keep=True)
-    fractional = 0
     b.mapping = {"job_id": col["name"], "arrival": col["created"], "num_gpus": col["gpus"]
                  + (f" x {col['share']}" if "share" in col else ""), "state": col["phase"],
                  "duration": f"{col.get('finished', col.get('deleted'))} - {col.get('started', col.get('scheduled'))}"}
@@ -213,14 +213,11 @@ def load_kubernetes(path: str | Path, *, skip_invalid: bool = False, seed: int =
             b.ids.add(job_id)
             b.assigned_models += 1
             kept[phase] = kept.get(phase, 0) + 1
-            fractional += "gpu_request" in kw
         except InputError as e:
             b.reject(e)
     if by_deletion:
         b.notes.append(f"{by_deletion:,} pods have no finishedAt: their run ends at {col.get('deleted')} (it may "
                        "include time after the pod finished)")
-    if fractional:
-        b.notes.append(f"{fractional:,} jobs asked for a fractional number of GPUs: rounded up to whole GPUs "
-                       "(JobSpec.gpu_request keeps the fraction)")
+    b.notes.extend(fractional_notes(b.jobs))
     b.notes.extend(state_notes(kept, "succeeded", chosen))
     return b.finish(epoch=epoch)
