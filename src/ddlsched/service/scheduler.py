@@ -135,7 +135,7 @@ class Scheduler:
         self.catalog = catalog
         self.pass_hist = Histogram()
         self.counters = Counters()
-        self.policy = TimedPolicy(policy, self.pass_hist)
+        self.policy = TimedPolicy(policy, self.pass_hist, store.slow)
         self.policy_name = policy_name or self.policy.name
         self.policy_params = dict(policy_params or {})
         self.executor = executor

@@ -45,6 +45,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from ddlsched.errors import ConfigError, DdlschedError
+from ddlsched.service.timing import SlowLog
 
 SCHEMA_VERSION = 1
 """The schema this code writes. A database with a higher version is refused (written by a newer ddlsched)."""
@@ -229,6 +230,10 @@ class JobStore:
         self._seq = 0
         self._committed: Callable[[], None] | None = None
         self._file_lock: Any = None
+        self.slow = SlowLog()
+        """Every transaction is timed (waiting for the writers' lock, its statements, its commit); the slow ones are
+        kept here (``ddlsched.service.timing``)."""
+        self._last = threading.local()
         if self.path is not None:
             self._check_file(self.path)
             self._take_file_lock(self.path)
@@ -347,14 +352,21 @@ class JobStore:
 
     # ---------------------------------------------------------------- writes (one transaction each)
     @contextmanager
-    def _write(self) -> Iterator[Connection]:
+    def _write(self, what: str, n: int) -> Iterator[Connection]:
         """One transaction under the writers' lock; ``self._committed`` (if a write set it) runs after the commit,
-        still under the lock."""
+        still under the lock. Timed: :meth:`last_timing` (this thread's last write) and :attr:`slow`."""
+        t0 = time.perf_counter()
+        self._last.timing = None
         with self._lock:
+            t1 = time.perf_counter()
             self._committed = None
+            before = self._db_mtime()
             try:
-                with self.engine.begin() as c:
-                    yield c
+                with self.engine.connect() as c:
+                    with c.begin():
+                        yield c
+                        t2 = time.perf_counter()
+                    t3 = time.perf_counter()  # committed (an automatic WAL checkpoint runs inside the commit)
             except IntegrityError:
                 raise
             except DBAPIError as e:
@@ -363,6 +375,23 @@ class JobStore:
                 raise
             if self._committed is not None:
                 self._committed()
+            wrote_db = before is not None and self._db_mtime() != before
+        self._last.timing = (t0, t1, t2, t3)
+        self.slow.note(what, t0, t3 - t0, rows=n, lock_wait_s=t1 - t0, statements_s=t2 - t1, commit_s=t3 - t2,
+                       db_file_written=wrote_db)
+
+    def last_timing(self) -> tuple[float, float, float, float] | None:
+        """This thread's last write: (asked for the lock, got it, statements done, committed), perf_counter."""
+        return getattr(self._last, "timing", None)
+
+    def _db_mtime(self) -> int | None:
+        """The database file's modification time (in WAL mode only a checkpoint writes to it)."""
+        if self.path is None:
+            return None
+        try:
+            return os.stat(self.path).st_mtime_ns
+        except OSError:
+            return None
 
     def submit(self, job: dict[str, Any], *, at: float | None = None) -> dict[str, Any]:
         """Insert a new job (state ``queued``) and its ``submitted`` event; returns the stored row."""
@@ -378,7 +407,8 @@ class JobStore:
         that job is not written, the others are)."""
         at = time.time() if at is None else at
         try:
-            with self._write() as c:  # the lock is held until the commit: ``seq`` is taken and advanced under it
+            # the lock is held until the commit: ``seq`` is taken and advanced under it
+            with self._write("submit", len(batch)) as c:
                 ids = [j["id"] for j in batch]
                 taken: set[str] = set()
                 for k in range(0, len(ids), ID_CHUNK):
@@ -422,7 +452,7 @@ class JobStore:
         change, whether it was recorded (False: the job is unknown or had already ended). The jobs' rows are read
         once, the changes applied to them in order in memory, and each job's row written once with its final
         values; the event rows are inserted together, in order."""
-        with self._write() as c:
+        with self._write("record", len(changes)) as c:
             ids = list(dict.fromkeys(ch[0] for ch in changes))
             cur: dict[str, dict[str, Any]] = {}
             for k in range(0, len(ids), ID_CHUNK):
