@@ -162,7 +162,7 @@ def start(tmp: Path, args: argparse.Namespace) -> tuple[subprocess.Popen[bytes],
     proc = subprocess.Popen([sys.executable, "-m", "ddlsched.cli", "serve", "--cluster", str(tmp / "cluster.yaml"),
                              "--policy", args.policy, "--db", str(tmp / "bench.db"), "--executor", "sim",
                              "--time-scale", str(args.time_scale), "--port", "0", "--tokens", str(tokens),
-                             "--stall-probe-ms", str(args.stall_probe_ms),
+                             "--stall-probe-ms", str(args.stall_probe_ms), *args.serve_arg,
                              *[a for o in args.executor_opt for a in ("--executor-opt", o)]],
                             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     end = time.monotonic() + 60
@@ -239,6 +239,8 @@ def main() -> None:
     ap.add_argument("--pass-pending", type=int, default=5000, help="Queue length of the pass-latency measurement.")
     ap.add_argument("--stall-probe-ms", type=float, default=0.0,
                     help="Passed to serve --stall-probe-ms (diagnostics: interpreter stalls in the slow log).")
+    ap.add_argument("--serve-arg", action="append", default=[], metavar="ARG",
+                    help="Passed to serve as is (e.g. --serve-arg=--wal-checkpoint-every=0).")
     ap.add_argument("--dump-slow", metavar="FILE", help="Write the slow requests and the service's slow operations "
                                                         "(raw, JSON) to FILE.")
     ap.add_argument("--pass-policies", default="fifo", help="Comma-separated (tiresias takes minutes here).")
