@@ -17,7 +17,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,6 +147,9 @@ _CURRENTS = select(jobs.c.id, jobs.c.state, jobs.c.started_at, jobs.c.restarts, 
 _UPDATE_JOB = update(jobs).where(jobs.c.id == bindparam("jid_"))  # SET: the columns the parameters name
 CHECKPOINT_EVERY_S = 0.5
 """How often the store's checkpointer copies the WAL into the SQLite database file (:class:`Checkpointer`)."""
+WAL_RESET_FRAMES = 1000
+"""WAL pages (4 KiB each) past which the checkpointer makes sure the WAL starts again (SQLite's own automatic
+checkpoint size)."""
 ID_CHUNK = 500
 """Most ids one duplicate check binds (SQLite allows 32,766 variables per statement)."""
 
@@ -283,7 +286,7 @@ class JobStore:
             self.reader = self._connect(pragmas, writer=False) if self.path is not None else self.engine
             if background:
                 assert self.path is not None and checkpoint_every_s is not None
-                self._checkpointer = Checkpointer(self.path, checkpoint_every_s, pragmas, self.slow)
+                self._checkpointer = Checkpointer(self.path, checkpoint_every_s, pragmas, self.slow, self._lock.held)
         except BaseException:
             self.close()
             raise
@@ -605,10 +608,12 @@ class Checkpointer:
     committed transaction is in the WAL whether or not it was checkpointed, and a checkpoint interrupted by a crash is
     redone from the WAL at the next open."""
 
-    def __init__(self, path: Path, every_s: float, pragmas: dict[str, Any], slow: SlowLog) -> None:
+    def __init__(self, path: Path, every_s: float, pragmas: dict[str, Any], slow: SlowLog,
+                 writers_held: Callable[[], AbstractContextManager[Any]]) -> None:
         import sqlite3
 
         self.every_s = every_s
+        self.writers_held = writers_held
         self.slow = slow
         self.runs = 0
         self.error: BaseException | None = None
@@ -620,18 +625,29 @@ class Checkpointer:
         self._thread = threading.Thread(target=self._run, name="ddlsched-checkpointer", daemon=True)
         self._thread.start()
 
-    def checkpoint(self) -> tuple[int, int, int]:
+    def checkpoint(self, what: str = "checkpoint") -> tuple[int, int, int]:
         """One passive checkpoint now: (busy, frames in the WAL, frames checkpointed), SQLite's answer."""
         t0 = time.perf_counter()
-        busy, frames, done = self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        # fetchall: the statement runs to its end (a statement left open would keep a read lock on the WAL)
+        ((busy, frames, done),) = self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         self.runs += 1
-        self.slow.note("checkpoint", t0, time.perf_counter() - t0, wal_frames=frames, checkpointed=done)
+        self.slow.note(what, t0, time.perf_counter() - t0, wal_frames=frames, checkpointed=done)
         return int(busy), int(frames), int(done)
+
+    def cycle(self) -> None:
+        """A checkpoint; then, once the WAL holds :data:`WAL_RESET_FRAMES` pages or more, a second one with the
+        writers held, which copies only the pages written during the first (short), so that every page is in the
+        database file and the next writer starts the WAL again from its beginning. (Writers add pages while a
+        checkpoint runs, so without the second one the WAL would grow without bound under a steady load.)"""
+        _, frames, _ = self.checkpoint()
+        if frames >= WAL_RESET_FRAMES:
+            with self.writers_held():
+                self.checkpoint("checkpoint (writers held)")
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
             try:
-                self.checkpoint()
+                self.cycle()
             except Exception as e:  # a failed checkpoint loses nothing (the WAL keeps the pages); tried again
                 self.error = e
                 log.warning("WAL checkpoint failed (tried again in %g s): %s", self.every_s, e)
