@@ -45,9 +45,9 @@ def main() -> None:
         if args.checkpoint == "auto":
             import inspect
 
-            if "checkpoint_every_s" in inspect.signature(JobStore).parameters:
-                kw["checkpoint_every_s"] = None
-        elif "checkpoint_every_s" not in __import__("inspect").signature(JobStore).parameters:
+            if "wal_checkpoint_every_s" in inspect.signature(JobStore).parameters:
+                kw["wal_checkpoint_every_s"] = None
+        elif "wal_checkpoint_every_s" not in __import__("inspect").signature(JobStore).parameters:
             raise SystemExit("this ddlsched has no background checkpoint")
         store = JobStore(str(Path(d) / "bench.db"), **kw)
         changes: queue.SimpleQueue[Any] = queue.SimpleQueue()

@@ -25,7 +25,7 @@ def rows(start: int, n: int) -> list[dict[str, Any]]:
 
 
 def test_writers_never_checkpoint_and_the_checkpointer_restarts_the_wal(tmp_path: Path) -> None:
-    s = JobStore(str(tmp_path / "a.db"), checkpoint_every_s=3600)  # the thread waits: cycles run by hand here
+    s = JobStore(str(tmp_path / "a.db"), wal_checkpoint_every_s=3600)  # the thread waits: cycles run by hand here
     try:
         with s.engine.connect() as c:
             assert c.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 0
@@ -54,7 +54,7 @@ def test_writers_never_checkpoint_and_the_checkpointer_restarts_the_wal(tmp_path
 
 
 def test_automatic_checkpoint_still_available(tmp_path: Path) -> None:
-    s = JobStore(str(tmp_path / "a.db"), checkpoint_every_s=None)
+    s = JobStore(str(tmp_path / "a.db"), wal_checkpoint_every_s=None)
     try:
         assert s._checkpointer is None
         with s.engine.connect() as c:

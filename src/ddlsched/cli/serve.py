@@ -84,7 +84,7 @@ def serve(cluster: str, policy: str, policy_param: tuple[str, ...], db: str, exe
     factory = live_run_factory(cl, executor, time_scale=time_scale, catalog=catalog,
                                options=parse_kv(executor_opt, "executor-opt"))
     sock = bind(host, port)
-    store = open_store(db, checkpoint_every_s=wal_checkpoint_every or None)
+    store = open_store(db, wal_checkpoint_every_s=wal_checkpoint_every or None)
     sched: Any = None
     app: Any = None
     probe = store.slow.start_probe(stall_probe_ms / 1000) if stall_probe_ms > 0 else None

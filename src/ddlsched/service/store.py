@@ -145,7 +145,7 @@ _TAKEN_IDS = select(jobs.c.id).where(jobs.c.id.in_(bindparam("ids", expanding=Tr
 _CURRENTS = select(jobs.c.id, jobs.c.state, jobs.c.started_at, jobs.c.restarts, jobs.c.checkpoint_iterations,
                    jobs.c.iterations).where(jobs.c.id.in_(bindparam("ids", expanding=True)))
 _UPDATE_JOB = update(jobs).where(jobs.c.id == bindparam("jid_"))  # SET: the columns the parameters name
-CHECKPOINT_EVERY_S = 0.5
+WAL_CHECKPOINT_EVERY_S = 0.5
 """How often the store's checkpointer copies the WAL into the SQLite database file (:class:`Checkpointer`)."""
 WAL_RESET_FRAMES = 1000
 """WAL pages (4 KiB each) past which the checkpointer makes sure the WAL starts again (SQLite's own automatic
@@ -260,7 +260,7 @@ class JobStore:
     """The job store (see the module docstring). Thread-safe: writes are serialised by one lock."""
 
     def __init__(self, db: str, *, busy_timeout_s: float = 2.0, sqlite_pragmas: dict[str, Any] | None = None,
-                 synchronous: str = "NORMAL", checkpoint_every_s: float | None = CHECKPOINT_EVERY_S) -> None:
+                 synchronous: str = "NORMAL", wal_checkpoint_every_s: float | None = WAL_CHECKPOINT_EVERY_S) -> None:
         self.url = as_url(db)
         self.path = sqlite_path(self.url)
         self._lock = WriteLock()
@@ -276,7 +276,7 @@ class JobStore:
             self._take_file_lock(self.path)
         pragmas = {"journal_mode": "WAL", "busy_timeout": int(busy_timeout_s * 1000), "synchronous": synchronous,
                    "foreign_keys": "ON", **(sqlite_pragmas or {})}
-        background = self.path is not None and checkpoint_every_s is not None
+        background = self.path is not None and wal_checkpoint_every_s is not None
         if background:
             pragmas["wal_autocheckpoint"] = 0  # no checkpoint inside a writer's COMMIT: the checkpointer does it
         self._checkpointer: Checkpointer | None = None
@@ -285,8 +285,9 @@ class JobStore:
             self._open()
             self.reader = self._connect(pragmas, writer=False) if self.path is not None else self.engine
             if background:
-                assert self.path is not None and checkpoint_every_s is not None
-                self._checkpointer = Checkpointer(self.path, checkpoint_every_s, pragmas, self.slow, self._lock.held)
+                assert self.path is not None and wal_checkpoint_every_s is not None
+                self._checkpointer = Checkpointer(self.path, wal_checkpoint_every_s, pragmas, self.slow,
+                                                  self._lock.held)
         except BaseException:
             self.close()
             raise
