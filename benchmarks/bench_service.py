@@ -1,6 +1,7 @@
 """The service under load: N submissions through the HTTP API to ``ddlsched serve --executor sim`` (the digital twin)
 on a 2,048-GPU cluster; prints throughput, API latency percentiles, the scheduling-pass latency while ≥ 5,000 jobs
-are pending, the service's peak RSS, and the accounts (every job ended once).
+are pending, the service's peak RSS, the accounts (every job ended once), and where the requests slower than 50 ms
+spent their time (the service's ``Server-Timing`` header and its slow-operation log, ``GET /api/v1/slow``).
 
     PYTHONPATH=src python benchmarks/bench_service.py --jobs 10000 --clients 16 --time-scale 1000
 

@@ -83,10 +83,10 @@ def test_write_lock_lets_the_first_lane_ahead() -> None:
     assert held.wait(5)
     late = threading.Thread(target=waiter, args=("change", False))
     late.start()
-    time.sleep(0.05)  # the change writer waits first ...
+    time.sleep(0.05)  # the change writer (most likely) waits first ...
     urgent = threading.Thread(target=waiter, args=("submission", True))
     urgent.start()
-    time.sleep(0.05)
+    wait_for(lambda: lock._first_waiting == 1, timeout_s=5)
     release.set()
     for t in (h, late, urgent):
         t.join(5)
