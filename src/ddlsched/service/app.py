@@ -92,10 +92,10 @@ def job_out(row: dict[str, Any]) -> dict[str, Any]:
 
 TIMING_PARTS = ("validate", "queue", "prepare", "lock_wait", "statements", "commit", "hand_on", "wake", "resume")
 """The parts of a submission's time in the service, in order: the handler's checks; waiting for the submission
-writer (it was writing the previous batch); preparing the transaction; waiting for the store's lock (held by the
-state-change writer); the batch's statements; its COMMIT (SQLite runs an automatic WAL checkpoint inside the commit
-that crosses the checkpoint size); handing the batch's jobs to the loop; the event loop running the answer; the
-request's coroutine resuming."""
+writer (it was writing the previous batch); preparing the transaction; waiting for the store's lock (held by a
+transaction of the loop's changes, or the checkpointer's writers-held pass); the batch's statements; its COMMIT (with
+``serve --wal-checkpoint-every 0``, SQLite's automatic WAL checkpoint runs inside it now and then); handing the
+batch's jobs to the loop; the event loop running the answer; the request's coroutine resuming."""
 
 
 def server_timing(t_in: float, stamps: list[float]) -> str:
