@@ -1,6 +1,7 @@
 """The service under load: N submissions through the HTTP API to ``ddlsched serve --executor sim`` (the digital twin)
 on a 2,048-GPU cluster; prints throughput, API latency percentiles, the scheduling-pass latency while ≥ 5,000 jobs
-are pending, the service's peak RSS, and the accounts (every job ended once).
+are pending, the service's peak RSS, the accounts (every job ended once), and where the requests slower than 50 ms
+spent their time (the service's ``Server-Timing`` header and its slow-operation log, ``GET /api/v1/slow``).
 
     PYTHONPATH=src python benchmarks/bench_service.py --jobs 10000 --clients 16 --time-scale 1000
 
@@ -57,7 +58,7 @@ def buckets(text: str) -> list[tuple[float, float]]:
 
 
 async def submit_all(url: str, bodies: list[dict[str, Any]], n_clients: int, lat: list[float],
-                     codes: dict[int, int], slow: list[tuple[float, float]] | None = None) -> None:
+                     codes: dict[int, int], slow: list[tuple[float, float, bytes]] | None = None) -> None:
     """``n_clients`` keep-alive HTTP/1.1 connections, each sending its share of the submissions one after another
     (a request waits for the previous answer), on raw asyncio streams: the client spends tens of microseconds of CPU
     per request, so the service, not the client, is what is measured (``client_cpu_ms_per_submission``)."""
@@ -82,13 +83,66 @@ async def submit_all(url: str, bodies: list[dict[str, Any]], n_clients: int, lat
                 dt = time.perf_counter() - t0
                 lat.append(dt)
                 if slow is not None and dt > SLOW_S:
-                    slow.append((t0, dt))
+                    slow.append((t0, dt, head))
                 code = int(head.split(b" ", 2)[1])
                 codes[code] = codes.get(code, 0) + 1
         finally:
             writer.close()
 
     await asyncio.gather(*(one(k) for k in range(n_clients)))
+
+
+PARTS = ("validate", "queue", "prepare", "lock_wait", "statements", "commit", "hand_on", "wake", "resume")
+"""The service's ``Server-Timing`` parts of a submission (``ddlsched.service.app.TIMING_PARTS``)."""
+
+
+def breakdown(slow: list[tuple[float, float, bytes]], ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where the slow requests' time went: ``before_handler`` (sent → the handler began: reading and parsing the
+    request, routing, authentication, validation of the body, waiting for the event loop or the interpreter lock),
+    the service's own parts (its ``Server-Timing`` header), ``after`` (resumed → the client had the answer:
+    serialising and sending it); per part the mean over the slow requests and how many it dominated; and the
+    service's slow operations (``GET /api/v1/slow``) that overlapped a slow request, counted by kind."""
+    sums: dict[str, float] = {}
+    dominant: dict[str, int] = {}
+    overlapping: dict[str, int] = {}
+    n = 0
+    for t0, dt, head in slow:
+        m = re.search(rb"(?i)server-timing: *([^\r\n]*)", head)
+        if not m:
+            continue
+        fields = dict(re.findall(r"(\w+);(?:dur|desc)=([0-9.]+)", m.group(1).decode()))
+        at = float(fields.pop("at"))
+        parts = {"before_handler": 1000 * (at - t0), **{k: float(fields[k]) for k in PARTS if k in fields}}
+        parts["after"] = 1000 * dt - sum(parts.values())
+        n += 1
+        for k, v in parts.items():
+            sums[k] = sums.get(k, 0.0) + v
+        top = max(parts, key=lambda k: parts[k])
+        dominant[top] = dominant.get(top, 0) + 1
+        seen = {op["what"] + (" (db file written)" if op.get("db_file_written") else "") for op in ops
+                if op["start"] < t0 + dt and op["start"] + op["ms"] / 1000 > t0}
+        for w in seen:
+            overlapping[w] = overlapping.get(w, 0) + 1
+    return {"requests": n, "mean_ms": {k: round(v / n, 2) for k, v in sums.items()} if n else {},
+            "dominant_part": dict(sorted(dominant.items(), key=lambda kv: -kv[1])),
+            "overlapping_service_ops": dict(sorted(overlapping.items(), key=lambda kv: -kv[1]))}
+
+
+def service_ops_summary(ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """The service's slow operations by kind: count, max and total ms (and, for store writes, lock wait and commit
+    totals and how many wrote the database file: WAL checkpoints)."""
+    out: dict[str, dict[str, Any]] = {}
+    for op in ops:
+        d = out.setdefault(op["what"], {"count": 0, "max_ms": 0.0, "total_ms": 0.0})
+        d["count"] += 1
+        d["max_ms"] = max(d["max_ms"], op["ms"])
+        d["total_ms"] = round(d["total_ms"] + op["ms"], 1)
+        for k in ("lock_wait_ms", "commit_ms", "statements_ms"):
+            if k in op:
+                d[k] = round(d.get(k, 0.0) + op[k], 1)
+        if op.get("db_file_written"):
+            d["db_file_written"] = d.get("db_file_written", 0) + 1
+    return out
 
 
 def _per_second(ts: list[float]) -> dict[int, int]:
@@ -109,6 +163,7 @@ def start(tmp: Path, args: argparse.Namespace) -> tuple[subprocess.Popen[bytes],
     proc = subprocess.Popen([sys.executable, "-m", "ddlsched.cli", "serve", "--cluster", str(tmp / "cluster.yaml"),
                              "--policy", args.policy, "--db", str(tmp / "bench.db"), "--executor", "sim",
                              "--time-scale", str(args.time_scale), "--port", "0", "--tokens", str(tokens),
+                             "--stall-probe-ms", str(args.stall_probe_ms), *args.serve_arg,
                              *[a for o in args.executor_opt for a in ("--executor-opt", o)]],
                             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     end = time.monotonic() + 60
@@ -183,6 +238,12 @@ def main() -> None:
     ap.add_argument("--executor-opt", action="append", default=[], metavar="KEY=VALUE",
                     help="Passed to serve --executor-opt (e.g. report_every_s=600: fewer twin progress reports).")
     ap.add_argument("--pass-pending", type=int, default=5000, help="Queue length of the pass-latency measurement.")
+    ap.add_argument("--stall-probe-ms", type=float, default=0.0,
+                    help="Passed to serve --stall-probe-ms (diagnostics: interpreter stalls in the slow log).")
+    ap.add_argument("--serve-arg", action="append", default=[], metavar="ARG",
+                    help="Passed to serve as is (e.g. --serve-arg=--wal-checkpoint-every=0).")
+    ap.add_argument("--dump-slow", metavar="FILE", help="Write the slow requests and the service's slow operations "
+                                                        "(raw, JSON) to FILE.")
     ap.add_argument("--pass-policies", default="fifo", help="Comma-separated (tiresias takes minutes here).")
     args = ap.parse_args()
     passes = [pass_latency(p, args.pass_pending, args.seed) for p in args.pass_policies.split(",") if p]
@@ -208,7 +269,7 @@ def main() -> None:
 def run(proc: subprocess.Popen[bytes], url: str, bodies: list[dict[str, Any]], args: argparse.Namespace,
         passes: list[dict[str, Any]]) -> None:
     lat: list[float] = []
-    slow: list[tuple[float, float]] = []
+    slow: list[tuple[float, float, bytes]] = []
     codes: dict[int, int] = {}
     samples: list[tuple[float, float, float, float, list[tuple[float, float]]]] = []
     stop = threading.Event()
@@ -249,6 +310,7 @@ def run(proc: subprocess.Popen[bytes], url: str, bodies: list[dict[str, Any]], a
         stop.set()
         st.join(5)
         counts = c.get(f"{url}/api/v1/stats").json()["counts"]
+        ops = c.get(f"{url}/api/v1/slow").json()["ops"]
     rss = peak_rss_mb(proc.pid)
     lat.sort()
 
@@ -275,8 +337,11 @@ def run(proc: subprocess.Popen[bytes], url: str, bodies: list[dict[str, Any]], a
         "load_average_1_5_15": os.getloadavg(),
         "executor_opts": args.executor_opt,
         "slow_requests": {"over_ms": 1000 * SLOW_S, "count": len(slow),
-                          "per_second_sent": _per_second([t - p0 for t, _ in slow]),
-                          "slowest_at_s": [round(t - p0, 3) for t, _ in sorted(slow, key=lambda x: -x[1])[:10]]},
+                          "per_second_sent": _per_second([t - p0 for t, _, _ in slow]),
+                          "slowest_at_s": [round(t - p0, 3) for t, _, _ in sorted(slow, key=lambda x: -x[1])[:10]],
+                          "where": breakdown(slow, ops)},
+        "service_slow_ops_while_submitting": service_ops_summary([op for op in ops
+                                                                   if p0 <= op["start"] <= p0 + submit_s]),
         "api_ms": {"p50": round(pct(0.5), 2), "p90": round(pct(0.9), 2), "p99": round(pct(0.99), 2),
                    "max": round(1000 * lat[-1], 2)},
         "all_ended_wall_s": round(drain_s, 2), "counts": counts,
@@ -289,6 +354,10 @@ def run(proc: subprocess.Popen[bytes], url: str, bodies: list[dict[str, Any]], a
         "service_peak_rss_mb": round(rss, 1),
     }
     print(json.dumps(out, indent=2))
+    if args.dump_slow:
+        Path(args.dump_slow).write_text(json.dumps({
+            "t0": p0, "slow_requests": [{"sent": t, "ms": 1000 * dt, "head": h.decode(errors="replace")}
+                                        for t, dt, h in slow], "service_ops": ops}))
 
 
 if __name__ == "__main__":

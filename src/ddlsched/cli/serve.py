@@ -51,9 +51,16 @@ def bind(host: str, port: int) -> socket.socket:
 @click.option("--max-body", type=click.IntRange(1024, 16 << 20), default=64 * 1024, show_default=True,
               help="Largest request body in bytes.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Cluster seed.")
+@click.option("--wal-checkpoint-every", type=finite_float(0), default=0.5, show_default=True,
+              help="SQLite: seconds between checkpoints of the WAL by a background thread; 0: SQLite's automatic "
+                   "checkpoint inside the COMMIT that crosses 1,000 WAL pages (holds the store meanwhile).")
+@click.option("--stall-probe-ms", type=finite_float(0), default=0.0, show_default=True,
+              help="Diagnostics: wake a thread every so many ms and log the wake-ups that came ≥ 20 ms late "
+                   "(GET /api/v1/slow); 0: off.")
 def serve(cluster: str, policy: str, policy_param: tuple[str, ...], db: str, executor: str,
           executor_opt: tuple[str, ...], time_scale: float,
-          host: str, port: int, tokens: str | None, allow_entrypoints: bool, max_body: int, seed: int) -> None:
+          host: str, port: int, tokens: str | None, allow_entrypoints: bool, max_body: int, seed: int,
+          wal_checkpoint_every: float, stall_probe_ms: float) -> None:
     """Run the scheduler as a service: an HTTP API (OpenAPI at /docs), a job store that survives crashes, a
     dashboard at /."""
     import uvicorn
@@ -77,9 +84,10 @@ def serve(cluster: str, policy: str, policy_param: tuple[str, ...], db: str, exe
     factory = live_run_factory(cl, executor, time_scale=time_scale, catalog=catalog,
                                options=parse_kv(executor_opt, "executor-opt"))
     sock = bind(host, port)
-    store = open_store(db)
+    store = open_store(db, wal_checkpoint_every_s=wal_checkpoint_every or None)
     sched: Any = None
     app: Any = None
+    probe = store.slow.start_probe(stall_probe_ms / 1000) if stall_probe_ms > 0 else None
     try:
         sched = Scheduler(store, cl, pol, factory, catalog=catalog, policy_name=policy, policy_params=params,
                           executor=executor, time_scale=time_scale)
@@ -103,6 +111,8 @@ def serve(cluster: str, policy: str, policy_param: tuple[str, ...], db: str, exe
         with interrupts_raise():
             server.run(sockets=[sock])
     finally:
+        if probe is not None:
+            probe.set()
         if app is not None:
             app.state.committer.close()  # what the API accepted is stored (it stays open for the next start)
         if sched is not None:

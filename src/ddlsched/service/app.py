@@ -90,6 +90,26 @@ def job_out(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+TIMING_PARTS = ("validate", "queue", "prepare", "lock_wait", "statements", "commit", "hand_on", "wake", "resume")
+"""The parts of a submission's time in the service, in order: the handler's checks; waiting for the submission
+writer (it was writing the previous batch); preparing the transaction; waiting for the store's lock (held by a
+transaction of the loop's changes, or the checkpointer's writers-held pass); the batch's statements; its COMMIT (with
+``serve --wal-checkpoint-every 0``, SQLite's automatic WAL checkpoint runs inside it now and then); handing the
+batch's jobs to the loop; the event loop running the answer; the request's coroutine resuming."""
+
+
+def server_timing(t_in: float, stamps: list[float]) -> str:
+    """The ``Server-Timing`` header of a submission: milliseconds from the handler's start (``at``: its
+    perf_counter seconds, the machine's monotonic clock) to queued, and between the writer's stamps
+    (:data:`ddlsched.service.commit.STAMPS`), named by :data:`TIMING_PARTS`."""
+    parts = [f"at;desc={t_in:.6f}"]
+    prev = t_in
+    for name, t in zip(TIMING_PARTS, stamps, strict=False):
+        parts.append(f"{name};dur={1000 * (t - prev):.3f}")
+        prev = t
+    return ", ".join(parts)
+
+
 def field_error(field: str, msg: str, status: int = 422) -> HTTPException:
     return HTTPException(status, detail=[{"loc": ["body", field], "msg": msg, "type": "value_error"}])
 
@@ -188,7 +208,9 @@ def create_app(store: JobStore, sched: Scheduler, settings: Settings) -> Any:
     async def submit(job: JobIn, who: Principal = auth) -> Any:
         """Submit a job. It is committed to the store before this returns (201), then handed to the scheduling
         loop. A job that can never run on the cluster is refused (422, the reason; nothing stored). Concurrent
-        submissions are committed together (group commit); each answer waits for its own job's commit."""
+        submissions are committed together (group commit); each answer waits for its own job's commit. The answer's
+        ``Server-Timing`` header says where the time went (docs/service.md)."""
+        t_in = time.perf_counter()
         tenant = job.tenant or who.tenant
         if tenant is None:
             raise field_error("tenant", "the admin token must name the job's tenant")
@@ -209,14 +231,16 @@ def create_app(store: JobStore, sched: Scheduler, settings: Settings) -> Any:
         data = {"id": job.id or secrets.token_hex(6), "name": job.name, "tenant": tenant, "num_gpus": job.gpus,
                 "model": job.model, "entrypoint": job.entrypoint, "iterations": job.iterations,
                 "duration_s": job.duration_s, "priority": job.priority}
+        stamps: list[float] = []
         try:
-            row = await committer.submit(data)
+            row = await committer.submit(data, stamps)
         except DuplicateJob:
             old = store.get(data["id"])
             if old is not None and not who.may_see(old["tenant"]):
                 raise HTTPException(403, f"job {data['id']!r} belongs to another tenant") from None
             raise HTTPException(409, f"job {data['id']!r} already exists") from None
-        return JSONResponse(job_out(row), status_code=201)  # the row is JobOut's shape: no second validation
+        # the row is JobOut's shape: no second validation
+        return JSONResponse(job_out(row), status_code=201, headers={"Server-Timing": server_timing(t_in, stamps)})
 
     @app.get("/api/v1/jobs", response_model=list[JobOut], tags=["jobs"])
     def list_jobs(who: Principal = auth, tenant: str | None = None,
@@ -299,6 +323,15 @@ def create_app(store: JobStore, sched: Scheduler, settings: Settings) -> Any:
                   "ddlsched_cluster_gpus": ("GPUs in the cluster.", sched.cluster.num_gpus),
                   "ddlsched_scheduler_up": ("1 while the scheduling loop runs.", 1 if sched.alive else 0)}
         return exposition(gauges, sched.counters, sched.pass_hist)
+
+    @app.get("/api/v1/slow", tags=["service"])
+    def slow(who: Principal = auth) -> dict[str, Any]:
+        """The service's slow operations (admin token): store transactions, submission batches, scheduling passes
+        and interpreter stalls that took ≥ ``threshold_ms``, the newest few thousand, with where their time went
+        (``start``: perf_counter seconds, the machine's monotonic clock)."""
+        if not who.admin:
+            raise HTTPException(403, "the slow-operation log needs the admin token")
+        return store.slow.report()
 
     @app.get("/", include_in_schema=False)
     def root() -> RedirectResponse:

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import queue
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from contextlib import suppress
@@ -61,15 +62,23 @@ class GroupCommit:
         self._thread = threading.Thread(target=self._run, name="ddlsched-submit-writer", daemon=True)
         self._thread.start()
 
-    async def submit(self, job: dict[str, Any]) -> dict[str, Any]:
+    async def submit(self, job: dict[str, Any], timing: list[float] | None = None) -> dict[str, Any]:
         """Store ``job`` (with the others queued meanwhile); returns its stored row once committed, or raises what
-        :meth:`JobStore.submit` raises (``DuplicateJob``, ``StoreFull``, …)."""
+        :meth:`JobStore.submit` raises (``DuplicateJob``, ``StoreFull``, …). ``timing`` (if given) gets the
+        perf_counter stamps of the way: queued, taken by the writer, asked for the store's lock, got it, statements
+        done, committed, the batch handed on, answered in the event loop, resumed here (:data:`STAMPS`)."""
         if self._closed:
             raise RuntimeError("the submission writer is closed")
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[dict[str, Any]] = loop.create_future()
+        fut: asyncio.Future[tuple[Any, tuple[float, ...], float]] = loop.create_future()
+        queued = time.perf_counter()
         self._q.put((job, loop, fut))
-        return await fut
+        res, stamps, answered = await fut
+        if timing is not None:
+            timing.extend((queued, *stamps, answered, time.perf_counter()))
+        if isinstance(res, BaseException):
+            raise res
+        return res  # type: ignore[no-any-return]
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Store what is queued, then end the thread."""
@@ -84,6 +93,7 @@ class GroupCommit:
             if taken is None:
                 return
             batch, stop = taken
+            t_taken = time.perf_counter()
             try:
                 results: list[Any] = list(self.store.submit_many([job for job, _, _ in batch]))
             except BaseException as e:  # nothing of this batch was written: every request gets the error
@@ -100,9 +110,13 @@ class GroupCommit:
                                 self.on_stored(res)
                             except Exception:  # stored all the same: a restarted service resumes it
                                 log.exception("handing stored job %s on failed", res.get("id"))
+            written = self.store.last_timing() or (t_taken,) * 4
+            stamps = (t_taken, *written, time.perf_counter())
+            self.store.slow.note("submit batch", t_taken, stamps[-1] - t_taken, rows=len(batch),
+                                 handoff_s=stamps[-1] - written[-1])
             by_loop: dict[Any, list[tuple[asyncio.Future[Any], Any]]] = defaultdict(list)
             for (_, loop, fut), res in zip(batch, results, strict=True):
-                by_loop[loop].append((fut, res))
+                by_loop[loop].append((fut, (res, stamps)))
             for loop, answers in by_loop.items():  # one wake-up of each event loop per batch
                 with suppress(RuntimeError):  # a closed loop: nobody waits for these answers any more
                     loop.call_soon_threadsafe(_answer, answers)
@@ -111,13 +125,15 @@ class GroupCommit:
 
 
 def _answer(answers: list[tuple[asyncio.Future[Any], Any]]) -> None:
-    for fut, res in answers:
-        if fut.done():  # the request was cancelled (client gone); its job is stored all the same
-            continue
-        if isinstance(res, BaseException):
-            fut.set_exception(res)
-        else:
-            fut.set_result(res)
+    now = time.perf_counter()
+    for fut, (res, stamps) in answers:
+        if not fut.done():  # done: the request was cancelled (client gone); its job is stored all the same
+            fut.set_result((res, stamps, now))
 
 
-__all__ = ["MAX_BATCH", "GroupCommit"]
+STAMPS = ("queued", "taken", "lock_asked", "lock_got", "statements_done", "committed", "handed_on", "answered",
+          "resumed")
+"""What :meth:`GroupCommit.submit`'s ``timing`` holds, in order (perf_counter seconds)."""
+
+
+__all__ = ["MAX_BATCH", "STAMPS", "GroupCommit"]

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ddlsched.policies.base import Policy
+from ddlsched.service.timing import SlowLog
 
 PASS_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0)
 """Upper bounds (seconds) of the scheduling-pass latency histogram."""
@@ -46,9 +47,10 @@ class TimedPolicy(Policy):
     """The operator's policy, unchanged, with each ``schedule`` call timed (decisions materialised in the timing,
     as the core consumes them all before applying any)."""
 
-    def __init__(self, policy: Policy, hist: Histogram) -> None:
+    def __init__(self, policy: Policy, hist: Histogram, slow: SlowLog | None = None) -> None:
         self.inner = policy
         self.hist = hist
+        self.slow = slow
         self.name = policy.name or type(policy).__name__
         self.requirements = policy.requirements
         self.paper_scale_jobs = policy.paper_scale_jobs
@@ -64,7 +66,11 @@ class TimedPolicy(Policy):
         try:
             return list(self.inner.schedule(view))
         finally:
-            self.hist.observe(time.perf_counter() - t0)
+            dt = time.perf_counter() - t0
+            self.hist.observe(dt)
+            if self.slow is not None:
+                self.slow.note("scheduling pass", t0, dt, pending=len(view.pending) if dt >= self.slow.threshold_s
+                               else None)
 
     def __getattr__(self, name: str) -> Any:  # anything else a policy exposes (e.g. a plug-in's own attributes)
         return getattr(self.__dict__["inner"], name)

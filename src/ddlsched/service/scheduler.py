@@ -45,7 +45,10 @@ log = logging.getLogger("ddlsched.service")
 EXECUTORS = ("sim", "ray")
 ENDS = {"finished": "completed", "failed": "failed", "cancelled": "cancelled", "rejected": "rejected"}
 BATCH = 2000
-"""Most changes the writer stores in one transaction."""
+"""Most changes the writer takes from its queue at once."""
+CHUNK = 64
+"""Most changes the writer stores in one transaction: a submission batch waiting for the store's lock waits for at
+most one such transaction (BENCHMARKS.md, the service)."""
 
 
 class LiveLoop(Protocol):
@@ -135,7 +138,7 @@ class Scheduler:
         self.catalog = catalog
         self.pass_hist = Histogram()
         self.counters = Counters()
-        self.policy = TimedPolicy(policy, self.pass_hist)
+        self.policy = TimedPolicy(policy, self.pass_hist, store.slow)
         self.policy_name = policy_name or self.policy.name
         self.policy_params = dict(policy_params or {})
         self.executor = executor
@@ -258,31 +261,35 @@ class Scheduler:
         return True
 
     def _write_loop(self) -> None:
-        """Store the queued changes in order, a batch per transaction; a full store is retried (nothing dropped)."""
+        """Store the queued changes in order, in transactions of at most :data:`CHUNK`; a full store is retried
+        (nothing dropped)."""
         while True:
             taken = next_batch(self._changes, _STOP, BATCH)
             if taken is None:
                 return
             batch, stop = taken
-            while True:
-                try:
-                    done = self.store.record_many(batch)
-                    break
-                except StoreFull:
-                    if self._stopping:  # not stored: those jobs stay open and resume at the next start
-                        done = [False] * len(batch)
-                        break
-                    log.error("job store full: %d changes wait to be stored", len(batch))
-                    time.sleep(0.5)
-                except Exception:
-                    log.exception("storing %d changes failed", len(batch))
-                    done = [False] * len(batch)
-                    break
+            done: list[bool] = []
+            for k in range(0, len(batch), CHUNK):
+                done += self._store_changes(batch[k:k + CHUNK])
             for (_, kind, _, _, _), ok in zip(batch, done, strict=True):
                 if ok and kind in ENDS:
                     self.counters.end(ENDS[kind])
             if stop:
                 return
+
+    def _store_changes(self, chunk: list[Any]) -> list[bool]:
+        """One transaction of changes; a full store is retried (nothing dropped) until the service stops."""
+        while True:
+            try:
+                return self.store.record_many(chunk)
+            except StoreFull:
+                if self._stopping:  # not stored: those jobs stay open and resume at the next start
+                    return [False] * len(chunk)
+                log.error("job store full: %d changes wait to be stored", len(chunk))
+                time.sleep(0.5)
+            except Exception:
+                log.exception("storing %d changes failed", len(chunk))
+                return [False] * len(chunk)
 
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Wait until every change queued so far is stored (True) or ``timeout_s`` passes (False)."""

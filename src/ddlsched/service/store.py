@@ -11,12 +11,13 @@ by a newer schema; an older schema is migrated in one transaction.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,9 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from ddlsched.errors import ConfigError, DdlschedError
+from ddlsched.service.timing import SlowLog
 
+log = logging.getLogger("ddlsched.service")
 SCHEMA_VERSION = 1
 """The schema this code writes. A database with a higher version is refused (written by a newer ddlsched)."""
 
@@ -142,6 +145,11 @@ _TAKEN_IDS = select(jobs.c.id).where(jobs.c.id.in_(bindparam("ids", expanding=Tr
 _CURRENTS = select(jobs.c.id, jobs.c.state, jobs.c.started_at, jobs.c.restarts, jobs.c.checkpoint_iterations,
                    jobs.c.iterations).where(jobs.c.id.in_(bindparam("ids", expanding=True)))
 _UPDATE_JOB = update(jobs).where(jobs.c.id == bindparam("jid_"))  # SET: the columns the parameters name
+WAL_CHECKPOINT_EVERY_S = 0.5
+"""How often the store's checkpointer copies the WAL into the SQLite database file (:class:`Checkpointer`)."""
+WAL_RESET_FRAMES = 1000
+"""WAL pages (4 KiB each) past which the checkpointer makes sure the WAL starts again (SQLite's own automatic
+checkpoint size)."""
 ID_CHUNK = 500
 """Most ids one duplicate check binds (SQLite allows 32,766 variables per statement)."""
 
@@ -218,26 +226,68 @@ def _changed_columns(cur: dict[str, Any], kind: str, detail: dict[str, Any], at:
     return values
 
 
+class WriteLock:
+    """The store's writers' lock, with a fast lane: a writer holding it ``first`` (a submission batch, which requests
+    wait for) gets it as soon as the transaction in progress ends, ahead of the other waiting writers (the loop's
+    state changes, which nobody waits for)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._held = False
+        self._first_waiting = 0
+
+    @contextmanager
+    def held(self, *, first: bool = False) -> Iterator[None]:
+        with self._cond:
+            if first:
+                self._first_waiting += 1
+            try:
+                while self._held or (not first and self._first_waiting):
+                    self._cond.wait()
+            finally:
+                if first:
+                    self._first_waiting -= 1
+            self._held = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._held = False
+                self._cond.notify_all()
+
+
 class JobStore:
     """The job store (see the module docstring). Thread-safe: writes are serialised by one lock."""
 
     def __init__(self, db: str, *, busy_timeout_s: float = 2.0, sqlite_pragmas: dict[str, Any] | None = None,
-                 synchronous: str = "NORMAL") -> None:
+                 synchronous: str = "NORMAL", wal_checkpoint_every_s: float | None = WAL_CHECKPOINT_EVERY_S) -> None:
         self.url = as_url(db)
         self.path = sqlite_path(self.url)
-        self._lock = threading.Lock()
+        self._lock = WriteLock()
         self._seq = 0
         self._committed: Callable[[], None] | None = None
         self._file_lock: Any = None
+        self.slow = SlowLog()
+        """Every transaction is timed (waiting for the writers' lock, its statements, its commit); the slow ones are
+        kept here (``ddlsched.service.timing``)."""
+        self._last = threading.local()
         if self.path is not None:
             self._check_file(self.path)
             self._take_file_lock(self.path)
         pragmas = {"journal_mode": "WAL", "busy_timeout": int(busy_timeout_s * 1000), "synchronous": synchronous,
                    "foreign_keys": "ON", **(sqlite_pragmas or {})}
+        background = self.path is not None and wal_checkpoint_every_s is not None
+        if background:
+            pragmas["wal_autocheckpoint"] = 0  # no checkpoint inside a writer's COMMIT: the checkpointer does it
+        self._checkpointer: Checkpointer | None = None
         try:
             self.engine = self._connect(pragmas)
             self._open()
             self.reader = self._connect(pragmas, writer=False) if self.path is not None else self.engine
+            if background:
+                assert self.path is not None and wal_checkpoint_every_s is not None
+                self._checkpointer = Checkpointer(self.path, wal_checkpoint_every_s, pragmas, self.slow,
+                                                  self._lock.held)
         except BaseException:
             self.close()
             raise
@@ -337,6 +387,9 @@ class JobStore:
             raise StoreError(f"{where}: not a usable database (corrupt?): {e.orig}; left as it is") from None
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.close()
+            self._checkpointer = None
         for name in ("reader", "engine"):
             engine = getattr(self, name, None)
             if engine is not None:
@@ -347,14 +400,22 @@ class JobStore:
 
     # ---------------------------------------------------------------- writes (one transaction each)
     @contextmanager
-    def _write(self) -> Iterator[Connection]:
-        """One transaction under the writers' lock; ``self._committed`` (if a write set it) runs after the commit,
-        still under the lock."""
-        with self._lock:
+    def _write(self, what: str, n: int, *, first: bool = False) -> Iterator[Connection]:
+        """One transaction under the writers' lock (``first``: ahead of the writers waiting without it);
+        ``self._committed`` (if a write set it) runs after the commit, still under the lock. Timed:
+        :meth:`last_timing` (this thread's last write) and :attr:`slow`."""
+        t0 = time.perf_counter()
+        self._last.timing = None
+        with self._lock.held(first=first):
+            t1 = time.perf_counter()
             self._committed = None
+            before = self._db_mtime()
             try:
-                with self.engine.begin() as c:
-                    yield c
+                with self.engine.connect() as c:
+                    with c.begin():
+                        yield c
+                        t2 = time.perf_counter()
+                    t3 = time.perf_counter()  # committed (an automatic WAL checkpoint runs inside the commit)
             except IntegrityError:
                 raise
             except DBAPIError as e:
@@ -363,6 +424,23 @@ class JobStore:
                 raise
             if self._committed is not None:
                 self._committed()
+            wrote_db = before is not None and self._db_mtime() != before
+        self._last.timing = (t0, t1, t2, t3)
+        self.slow.note(what, t0, t3 - t0, rows=n, lock_wait_s=t1 - t0, statements_s=t2 - t1, commit_s=t3 - t2,
+                       db_file_written=wrote_db)
+
+    def last_timing(self) -> tuple[float, float, float, float] | None:
+        """This thread's last write: (asked for the lock, got it, statements done, committed), perf_counter."""
+        return getattr(self._last, "timing", None)
+
+    def _db_mtime(self) -> int | None:
+        """The database file's modification time (in WAL mode only a checkpoint writes to it)."""
+        if self.path is None:
+            return None
+        try:
+            return os.stat(self.path).st_mtime_ns
+        except OSError:
+            return None
 
     def submit(self, job: dict[str, Any], *, at: float | None = None) -> dict[str, Any]:
         """Insert a new job (state ``queued``) and its ``submitted`` event; returns the stored row."""
@@ -378,7 +456,8 @@ class JobStore:
         that job is not written, the others are)."""
         at = time.time() if at is None else at
         try:
-            with self._write() as c:  # the lock is held until the commit: ``seq`` is taken and advanced under it
+            # the lock is held until the commit: ``seq`` is taken and advanced under it
+            with self._write("submit", len(batch), first=True) as c:  # a request waits for it: ahead of changes
                 ids = [j["id"] for j in batch]
                 taken: set[str] = set()
                 for k in range(0, len(ids), ID_CHUNK):
@@ -422,7 +501,7 @@ class JobStore:
         change, whether it was recorded (False: the job is unknown or had already ended). The jobs' rows are read
         once, the changes applied to them in order in memory, and each job's row written once with its final
         values; the event rows are inserted together, in order."""
-        with self._write() as c:
+        with self._write("record", len(changes)) as c:
             ids = list(dict.fromkeys(ch[0] for ch in changes))
             cur: dict[str, dict[str, Any]] = {}
             for k in range(0, len(ids), ID_CHUNK):
@@ -519,6 +598,70 @@ class JobStore:
     def ping(self) -> None:
         with self.reader.connect() as c:
             c.execute(text("SELECT 1"))
+
+
+class Checkpointer:
+    """A thread that checkpoints an SQLite database's WAL every ``every_s`` seconds on its own connection
+    (``PRAGMA wal_checkpoint(PASSIVE)``: copies the committed pages into the database file and syncs it, without
+    waiting for readers or writers, which go on meanwhile). The writers' connections run with
+    ``wal_autocheckpoint=0``, so that no writer's COMMIT runs a checkpoint (it would hold the store's lock, and keep
+    every request waiting on it, for the whole sync: 15–165 ms measured, BENCHMARKS.md). Durability is unchanged: a
+    committed transaction is in the WAL whether or not it was checkpointed, and a checkpoint interrupted by a crash is
+    redone from the WAL at the next open."""
+
+    def __init__(self, path: Path, every_s: float, pragmas: dict[str, Any], slow: SlowLog,
+                 writers_held: Callable[[], AbstractContextManager[Any]]) -> None:
+        import sqlite3
+
+        self.every_s = every_s
+        self.writers_held = writers_held
+        self.slow = slow
+        self.runs = 0
+        self.error: BaseException | None = None
+        self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        for k in ("busy_timeout", "synchronous", "wal_autocheckpoint"):
+            if k in pragmas:
+                self._conn.execute(f"PRAGMA {k}={pragmas[k]}")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ddlsched-checkpointer", daemon=True)
+        self._thread.start()
+
+    def checkpoint(self, what: str = "checkpoint") -> tuple[int, int, int]:
+        """One passive checkpoint now: (busy, frames in the WAL, frames checkpointed), SQLite's answer."""
+        t0 = time.perf_counter()
+        # fetchall: the statement runs to its end (a statement left open would keep a read lock on the WAL)
+        ((busy, frames, done),) = self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        self.runs += 1
+        self.slow.note(what, t0, time.perf_counter() - t0, wal_frames=frames, checkpointed=done)
+        return int(busy), int(frames), int(done)
+
+    def cycle(self) -> None:
+        """A checkpoint; then, once the WAL holds :data:`WAL_RESET_FRAMES` pages or more, a second one with the
+        writers held, which copies only the pages written during the first (short), so that every page is in the
+        database file and the next writer starts the WAL again from its beginning. (Writers add pages while a
+        checkpoint runs, so without the second one the WAL would grow without bound under a steady load.)"""
+        _, frames, _ = self.checkpoint()
+        if frames >= WAL_RESET_FRAMES:
+            with self.writers_held():
+                self.checkpoint("checkpoint (writers held)")
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            try:
+                self.cycle()
+            except Exception as e:  # a failed checkpoint loses nothing (the WAL keeps the pages); tried again
+                self.error = e
+                log.warning("WAL checkpoint failed (tried again in %g s): %s", self.every_s, e)
+
+    def close(self) -> None:
+        """Stop the thread and checkpoint what is left (the database file then holds every commit)."""
+        self._stop.set()
+        self._thread.join(30)
+        try:
+            with suppress(Exception):  # the pages stay in the WAL: the next open checkpoints them
+                self.checkpoint()
+        finally:
+            self._conn.close()
 
 
 def open_store(db: str, **kw: Any) -> JobStore:
