@@ -19,7 +19,7 @@ Each strategy answers ``place(job, alloc, view) -> list[int] | None`` on a tenta
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ddlsched._mypyc import mypyc_attr
 from ddlsched.engine.allocation import FreeIndex
@@ -40,12 +40,27 @@ class PlacementStrategy(ABC):
     @abstractmethod
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None: ...
 
+    def memo_key(self, job: JobView, view: SchedulerView) -> tuple[Any, ...] | None:
+        """Everything :meth:`place` reads from the job, or ``None`` (the default) when it reads more than the job
+        and the free GPUs (a random draw, other state). Two jobs with equal keys get the same answer on the same
+        free GPUs, so a preemptive pass skips asking again for an attempt that already failed (``OrderedPolicy``,
+        docs/policies/baselines.md "What a pass costs"). Trusted only from the class that defines ``place``."""
+        return None
+
+
+def memo_by_size(job: JobView) -> tuple[Any, ...]:
+    """The key of a placement that reads only the job's GPU count (and sees only the GPUs with its memory)."""
+    return (job.num_gpus, job.mem_mb)
+
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class FirstFit(PlacementStrategy):
     name = "first_fit"
     free_only = True
     description = "lowest-numbered free GPUs"
+
+    def memo_key(self, job: JobView, view: SchedulerView) -> tuple[Any, ...] | None:
+        return memo_by_size(job)
 
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
@@ -96,6 +111,9 @@ class Consolidated(PlacementStrategy):
     def __init__(self) -> None:
         self._levels: dict[tuple[int, int], int] = {}  # (id(cluster), n) → the job's best locality level
 
+    def memo_key(self, job: JobView, view: SchedulerView) -> tuple[Any, ...] | None:
+        return memo_by_size(job)
+
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
         if n > alloc.num_free:
@@ -115,6 +133,9 @@ class Pack(PlacementStrategy):
     free_only = True
     description = ("consolidate when a slot is free, never wait: one server (best fit), else the fewest servers "
                    "in one rack, else the most-free servers anywhere")
+
+    def memo_key(self, job: JobView, view: SchedulerView) -> tuple[Any, ...] | None:
+        return memo_by_size(job)
 
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
@@ -141,6 +162,9 @@ class LeastLoaded(PlacementStrategy):
     name = "least_loaded"
     free_only = True
     description = "emptiest servers first (worst fit)"
+
+    def memo_key(self, job: JobView, view: SchedulerView) -> tuple[Any, ...] | None:
+        return memo_by_size(job)
 
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
