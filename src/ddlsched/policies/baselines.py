@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ddlsched._mypyc import mypyc_attr
+from ddlsched.engine.allocation import GPUMemory
 from ddlsched.engine.decisions import Decision, Preempt, Start, WakeAt
 from ddlsched.engine.jobview import JobView
 from ddlsched.engine.model import Requirements
@@ -43,6 +44,8 @@ class OrderedPolicy(Policy):
         self._memoable_of: tuple[type, bool] | None = None  # (placement class, its memo_key trusted)
         self.memo = True  # the preemptive pass skips attempts that provably fail (off: every attempt is made)
         self.memo_skips = 0  # placement calls and whole attempts the memo skipped (tests read it)
+        self._keys: dict[str, tuple[Any, ...]] = {}  # job → its memo key (() : none), for the run's cluster
+        self._keys_of: object = None  # the cluster those keys are for
 
     def _free_only(self) -> bool:
         known = self._free_only_of
@@ -79,6 +82,23 @@ class OrderedPolicy(Policy):
     def reset(self) -> None:
         self.ordering.reset()
         self._blocked = None
+        self._keys.clear()
+        self._keys_of = None
+
+    def _memo_key(self, job: JobView, view: SchedulerView, memory: GPUMemory) -> tuple[Any, ...]:
+        """The job's key for the pass memo (() : none): what the placement reads from the job, and the job's memory
+        need where it hides some GPUs (equal keys, the same GPUs seen). Fixed for a job in a run: read once."""
+        jid = job.job_id
+        got = self._keys.get(jid)
+        if got is None:
+            own = self.placement.memo_key(job, view)
+            if own is None:
+                got = ()
+            else:
+                mem = job.mem_mb
+                got = (*own, mem if memory.hides_any(mem) else None)
+            self._keys[jid] = got
+        return got
 
     def may_preempt(self, job: JobView) -> bool:
         """Whether a running job may be chosen as a victim at all (subclasses restrict it)."""
@@ -129,6 +149,9 @@ class OrderedPolicy(Policy):
         order = self.ordering
         placement = self.placement
         memo = self.memo and self._memoable()
+        if memo and view.cluster is not self._keys_of:
+            self._keys.clear()
+            self._keys_of = view.cluster
         # Failed attempts since the last commit (Start or Preempt): placement key → how many victims from ``first``
         # were released, one by one, without making room (0: the plain placement failed). The allocation and the
         # victims are the same until the next commit, and a job of any class evicts a prefix of the same victims,
@@ -138,12 +161,13 @@ class OrderedPolicy(Policy):
         victims: _Victims | None = None  # running jobs worst first, drawn on first need and only as far as needed
         first = 0  # victims before it are already taken
         alloc = view.allocation()
+        memory = alloc.memory()
         out: list[Decision] = []
         started: list[JobView] = []
         waiting = False
         for job, job_class in order.pending_ranked(view):
-            key = placement.memo_key(job, view) if memo else None
-            known = failed.get(key, -1) if key is not None else -1
+            key = self._memo_key(job, view, memory) if memo else ()
+            known = failed.get(key, -1) if key else -1
             if known >= 0:
                 gpus = None
                 self.memo_skips += 1
@@ -160,7 +184,7 @@ class OrderedPolicy(Policy):
                     break  # nothing free and nobody this job (or any later one) may evict
                 if known < 0:
                     known = 0
-                    if key is not None:
+                    if key:
                         failed[key] = 0
                 elif not victims.worse(first + known, job_class):
                     waiting = True  # every prefix of its eligible victims already failed for an equal key
@@ -183,7 +207,7 @@ class OrderedPolicy(Policy):
                 if freed is None:  # fragmentation: undo the tentative preemptions
                     for v in victims.jobs[first:taken]:
                         alloc.take(v.gpus)
-                    if key is not None:
+                    if key:
                         failed[key] = taken - first
                     waiting = True
                     continue

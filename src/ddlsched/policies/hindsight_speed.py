@@ -65,11 +65,11 @@ class FastestTypeConsolidated(PlacementStrategy):
         return got
 
     def memo_key(self, job: JobView, view: SchedulerView) -> tuple[Any, ...] | None:
-        """The GPU count and memory, and on several GPU types the model (its type order; ``_types`` is cached by
-        model name, so the answer reads nothing else of the job)."""
+        """The GPU count, and on several GPU types the model (its type order; ``_types`` is cached by model name,
+        so the answer reads nothing else of the job)."""
         if len(view.cluster.gpu_types) > 1:
-            return (job.num_gpus, job.mem_mb, job.model_name)
-        return (job.num_gpus, job.mem_mb)
+            return (job.num_gpus, job.model_name)
+        return (job.num_gpus,)
 
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus

@@ -41,16 +41,13 @@ class PlacementStrategy(ABC):
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None: ...
 
     def memo_key(self, job: JobView, view: SchedulerView) -> tuple[Any, ...] | None:
-        """Everything :meth:`place` reads from the job, or ``None`` (the default) when it reads more than the job
-        and the free GPUs (a random draw, other state). Two jobs with equal keys get the same answer on the same
-        free GPUs, so a preemptive pass skips asking again for an attempt that already failed (``OrderedPolicy``,
-        docs/policies/baselines.md "What a pass costs"). Trusted only from the class that defines ``place``."""
+        """Everything :meth:`place` reads from the job (it sees only the GPUs with the job's memory; the pass keys on
+        those apart), or ``None`` (the default) when the answer depends on more than that and the free GPUs (a
+        random draw, other state). Jobs with equal keys get the same answer on the same free GPUs, so a preemptive
+        pass skips asking again where an attempt already failed (``OrderedPolicy``, docs/policies/baselines.md
+        "What a pass costs"). A key is read once per job and run. Trusted only from the class that defines
+        ``place`` or a subclass of it (``baselines.keys_its_answers``)."""
         return None
-
-
-def memo_by_size(job: JobView) -> tuple[Any, ...]:
-    """The key of a placement that reads only the job's GPU count (and sees only the GPUs with its memory)."""
-    return (job.num_gpus, job.mem_mb)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -60,7 +57,7 @@ class FirstFit(PlacementStrategy):
     description = "lowest-numbered free GPUs"
 
     def memo_key(self, job: JobView, view: SchedulerView) -> tuple[Any, ...] | None:
-        return memo_by_size(job)
+        return (job.num_gpus,)
 
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
@@ -112,7 +109,7 @@ class Consolidated(PlacementStrategy):
         self._levels: dict[tuple[int, int], int] = {}  # (id(cluster), n) → the job's best locality level
 
     def memo_key(self, job: JobView, view: SchedulerView) -> tuple[Any, ...] | None:
-        return memo_by_size(job)
+        return (job.num_gpus,)
 
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
@@ -135,7 +132,7 @@ class Pack(PlacementStrategy):
                    "in one rack, else the most-free servers anywhere")
 
     def memo_key(self, job: JobView, view: SchedulerView) -> tuple[Any, ...] | None:
-        return memo_by_size(job)
+        return (job.num_gpus,)
 
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
@@ -164,7 +161,7 @@ class LeastLoaded(PlacementStrategy):
     description = "emptiest servers first (worst fit)"
 
     def memo_key(self, job: JobView, view: SchedulerView) -> tuple[Any, ...] | None:
-        return memo_by_size(job)
+        return (job.num_gpus,)
 
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
