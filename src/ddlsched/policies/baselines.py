@@ -160,17 +160,24 @@ class OrderedPolicy(Policy):
         failed: dict[tuple[Any, ...], int] = {}
         victims: _Victims | None = None  # running jobs worst first, drawn on first need and only as far as needed
         first = 0  # victims before it are already taken
+        keys = self._keys
+        skips = 0
         alloc = view.allocation()
         memory = alloc.memory()
         out: list[Decision] = []
         started: list[JobView] = []
         waiting = False
         for job, job_class in order.pending_ranked(view):
-            key = self._memo_key(job, view, memory) if memo else ()
-            known = failed.get(key, -1) if key else -1
+            known = -1
+            key: tuple[Any, ...] = ()
+            if memo:
+                got = keys.get(job.job_id)
+                key = got if got is not None else self._memo_key(job, view, memory)
+                if key:
+                    known = failed.get(key, -1)
             if known >= 0:
                 gpus = None
-                self.memo_skips += 1
+                skips += 1
             else:
                 gpus = placement.place(job, alloc.for_mem(job.mem_mb), view) \
                     if job.num_gpus <= alloc.num_free else None
@@ -188,7 +195,7 @@ class OrderedPolicy(Policy):
                         failed[key] = 0
                 elif not victims.worse(first + known, job_class):
                     waiting = True  # every prefix of its eligible victims already failed for an equal key
-                    self.memo_skips += 1
+                    skips += 1
                     continue
                 if not victims.enough(first, job_class, job.num_gpus - alloc.num_free):
                     waiting = True
@@ -199,7 +206,7 @@ class OrderedPolicy(Policy):
                     alloc.release(victims.jobs[taken].gpus)
                     taken += 1
                     if taken - first <= known:
-                        self.memo_skips += 1
+                        skips += 1
                         continue  # this prefix already failed for an equal key
                     freed = placement.place(job, alloc.for_mem(job.mem_mb), view)
                     if freed is not None:
@@ -219,6 +226,7 @@ class OrderedPolicy(Policy):
             started.append(job)
             if failed:
                 failed = {}  # the allocation changed: what failed may fit now
+        self.memo_skips += skips
         if waiting:
             wake = order.next_change(view)
             if wake is not None and wake > view.now:
