@@ -170,7 +170,7 @@ class OrderedPolicy(Policy):
         for job, job_class in order.pending_ranked(view):
             known = -1
             key: tuple[Any, ...] = ()
-            if memo:
+            if failed:  # only non-empty with the memo on; until an attempt fails no job needs its key
                 got = keys.get(job.job_id)
                 key = got if got is not None else self._memo_key(job, view, memory)
                 if key:
@@ -191,6 +191,9 @@ class OrderedPolicy(Policy):
                     break  # nothing free and nobody this job (or any later one) may evict
                 if known < 0:
                     known = 0
+                    if memo and not key:
+                        got = keys.get(job.job_id)
+                        key = got if got is not None else self._memo_key(job, view, memory)
                     if key:
                         failed[key] = 0
                 elif not victims.worse(first + known, job_class):
