@@ -265,6 +265,10 @@ class GPUMemory:
         """How many GPUs have at least ``mem_mb`` MB."""
         return len(self._mem) if mem_mb <= self._min else sum(m >= mem_mb for m in self._mem)
 
+    def hides_any(self, mem_mb: float) -> bool:
+        """Whether some GPU has less than ``mem_mb`` MB (``for_mem(mem_mb)`` is then not the index itself)."""
+        return mem_mb > self._min
+
     def hidden(self, mem_mb: float) -> dict[int, frozenset[int]]:
         """Per server, its GPUs with less than ``mem_mb`` MB (empty when every GPU is large enough)."""
         if mem_mb <= self._min:

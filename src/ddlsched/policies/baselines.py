@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ddlsched._mypyc import mypyc_attr
+from ddlsched.engine.allocation import GPUMemory
 from ddlsched.engine.decisions import Decision, Preempt, Start, WakeAt
 from ddlsched.engine.jobview import JobView
 from ddlsched.engine.model import Requirements
@@ -40,12 +41,24 @@ class OrderedPolicy(Policy):
         self._blocked: tuple[int, str] | None = None
         self._free_only_of: tuple[type, bool] | None = None  # (placement class, answers_from_free_gpus)
         self._lazy_victims_of: tuple[type, bool] | None = None  # (own class, victims drawn lazily)
+        self._memoable_of: tuple[type, bool] | None = None  # (placement class, its memo_key trusted)
+        self.memo = True  # the preemptive pass skips attempts that provably fail (off: every attempt is made)
+        self.memo_skips = 0  # placement calls and whole attempts the memo skipped (tests read it)
+        self._keys: dict[str, tuple[Any, ...]] = {}  # job → its memo key (() : none), for the run's cluster
+        self._keys_of: object = None  # the cluster those keys are for
 
     def _free_only(self) -> bool:
         known = self._free_only_of
         kind = type(self.placement)
         if known is None or known[0] is not kind:
             known = self._free_only_of = (kind, answers_from_free_gpus(self.placement))
+        return known[1]
+
+    def _memoable(self) -> bool:
+        known = self._memoable_of
+        kind = type(self.placement)
+        if known is None or known[0] is not kind:
+            known = self._memoable_of = (kind, keys_its_answers(self.placement))
         return known[1]
 
     def _lazy_victims(self) -> bool:
@@ -69,6 +82,23 @@ class OrderedPolicy(Policy):
     def reset(self) -> None:
         self.ordering.reset()
         self._blocked = None
+        self._keys.clear()
+        self._keys_of = None
+
+    def _memo_key(self, job: JobView, view: SchedulerView, memory: GPUMemory) -> tuple[Any, ...]:
+        """The job's key for the pass memo (() : none): what the placement reads from the job, and the job's memory
+        need where it hides some GPUs (equal keys, the same GPUs seen). Fixed for a job in a run: read once."""
+        jid = job.job_id
+        got = self._keys.get(jid)
+        if got is None:
+            own = self.placement.memo_key(job, view)
+            if own is None:
+                got = ()
+            else:
+                mem = job.mem_mb
+                got = (*own, mem if memory.hides_any(mem) else None)
+            self._keys[jid] = got
+        return got
 
     def may_preempt(self, job: JobView) -> bool:
         """Whether a running job may be chosen as a victim at all (subclasses restrict it)."""
@@ -117,15 +147,40 @@ class OrderedPolicy(Policy):
         if not view.pending:
             return []  # preemption only ever makes room for a queued job
         order = self.ordering
+        placement = self.placement
+        memo = self.memo and self._memoable()
+        if memo and view.cluster is not self._keys_of:
+            self._keys.clear()
+            self._keys_of = view.cluster
+        # Failed attempts since the last commit (Start or Preempt): placement key → how many victims from ``first``
+        # were released, one by one, without making room (0: the plain placement failed). The allocation and the
+        # victims are the same until the next commit, and a job of any class evicts a prefix of the same victims,
+        # so a job with an equal key would fail on those prefixes again: it skips them (docs/policies/baselines.md
+        # "What a pass costs"). Invariant: every answer skipped is one that was computed and was None.
+        failed: dict[tuple[Any, ...], int] = {}
         victims: _Victims | None = None  # running jobs worst first, drawn on first need and only as far as needed
         first = 0  # victims before it are already taken
+        keys = self._keys
+        skips = 0
         alloc = view.allocation()
+        memory = alloc.memory()
         out: list[Decision] = []
         started: list[JobView] = []
         waiting = False
         for job, job_class in order.pending_ranked(view):
-            gpus = self.placement.place(job, alloc.for_mem(job.mem_mb), view) \
-                if job.num_gpus <= alloc.num_free else None
+            known = -1
+            key: tuple[Any, ...] = ()
+            if failed:  # only non-empty with the memo on; until an attempt fails no job needs its key
+                got = keys.get(job.job_id)
+                key = got if got is not None else self._memo_key(job, view, memory)
+                if key:
+                    known = failed.get(key, -1)
+            if known >= 0:
+                gpus = None
+                skips += 1
+            else:
+                gpus = placement.place(job, alloc.for_mem(job.mem_mb), view) \
+                    if job.num_gpus <= alloc.num_free else None
             if gpus is None:
                 if victims is None:
                     source = order.victims(view, self.may_preempt)
@@ -134,6 +189,17 @@ class OrderedPolicy(Policy):
                 if alloc.num_free == 0 and not victims.worse(first, job_class):
                     waiting = True
                     break  # nothing free and nobody this job (or any later one) may evict
+                if known < 0:
+                    known = 0
+                    if memo and not key:
+                        got = keys.get(job.job_id)
+                        key = got if got is not None else self._memo_key(job, view, memory)
+                    if key:
+                        failed[key] = 0
+                elif not victims.worse(first + known, job_class):
+                    waiting = True  # every prefix of its eligible victims already failed for an equal key
+                    skips += 1
+                    continue
                 if not victims.enough(first, job_class, job.num_gpus - alloc.num_free):
                     waiting = True
                     continue
@@ -142,12 +208,17 @@ class OrderedPolicy(Policy):
                 while victims.worse(taken, job_class):
                     alloc.release(victims.jobs[taken].gpus)
                     taken += 1
-                    freed = self.placement.place(job, alloc.for_mem(job.mem_mb), view)
+                    if taken - first <= known:
+                        skips += 1
+                        continue  # this prefix already failed for an equal key
+                    freed = placement.place(job, alloc.for_mem(job.mem_mb), view)
                     if freed is not None:
                         break
                 if freed is None:  # fragmentation: undo the tentative preemptions
                     for v in victims.jobs[first:taken]:
                         alloc.take(v.gpus)
+                    if key:
+                        failed[key] = taken - first
                     waiting = True
                     continue
                 out.extend(Preempt(v.job_id) for v in victims.jobs[first:taken])
@@ -156,6 +227,9 @@ class OrderedPolicy(Policy):
             alloc.take(gpus)
             out.append(Start(job.job_id, tuple(gpus)))
             started.append(job)
+            if failed:
+                failed = {}  # the allocation changed: what failed may fit now
+        self.memo_skips += skips
         if waiting:
             wake = order.next_change(view)
             if wake is not None and wake > view.now:
@@ -205,4 +279,16 @@ def answers_from_free_gpus(placement: PlacementStrategy) -> bool:
         own = vars(klass)
         if "place" in own:
             return bool(own.get("free_only", False))
+    return False
+
+
+def keys_its_answers(placement: PlacementStrategy) -> bool:
+    """Whether ``placement``'s ``memo_key`` is defined by the class that defines its ``place`` or a subclass of it
+    (a subclass that overrides ``place`` and inherits ``memo_key`` is not trusted with its parent's key)."""
+    for klass in type(placement).__mro__:
+        own = vars(klass)
+        if "memo_key" in own:
+            return True
+        if "place" in own:
+            return False
     return False

@@ -9,6 +9,8 @@ GPU's pace. On a cluster of one GPU type none of this changes anything: the fact
 
 from __future__ import annotations
 
+from typing import Any
+
 from ddlsched.cluster.topology import Cluster
 from ddlsched.engine.allocation import FreeIndex, MemoryFiltered
 from ddlsched.engine.jobview import JobView
@@ -61,6 +63,13 @@ class FastestTypeConsolidated(PlacementStrategy):
             got = self._hide[key] = {s: frozenset(gs) for s, gs in enumerate(cluster.server_gpus)
                                      if cluster.gpu_type[gs[0]] != gpu_type}
         return got
+
+    def memo_key(self, job: JobView, view: SchedulerView) -> tuple[Any, ...] | None:
+        """The GPU count, and on several GPU types the model (its type order; ``_types`` is cached by model name,
+        so the answer reads nothing else of the job)."""
+        if len(view.cluster.gpu_types) > 1:
+            return (job.num_gpus, job.model_name)
+        return (job.num_gpus,)
 
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus

@@ -19,7 +19,7 @@ Each strategy answers ``place(job, alloc, view) -> list[int] | None`` on a tenta
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ddlsched._mypyc import mypyc_attr
 from ddlsched.engine.allocation import FreeIndex
@@ -40,12 +40,24 @@ class PlacementStrategy(ABC):
     @abstractmethod
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None: ...
 
+    def memo_key(self, job: JobView, view: SchedulerView) -> tuple[Any, ...] | None:
+        """Everything :meth:`place` reads from the job (it sees only the GPUs with the job's memory; the pass keys on
+        those apart), or ``None`` (the default) when the answer depends on more than that and the free GPUs (a
+        random draw, other state). Jobs with equal keys get the same answer on the same free GPUs, so a preemptive
+        pass skips asking again where an attempt already failed (``OrderedPolicy``, docs/policies/baselines.md
+        "What a pass costs"). A key is read once per job and run. Trusted only from the class that defines
+        ``place`` or a subclass of it (``baselines.keys_its_answers``)."""
+        return None
+
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class FirstFit(PlacementStrategy):
     name = "first_fit"
     free_only = True
     description = "lowest-numbered free GPUs"
+
+    def memo_key(self, job: JobView, view: SchedulerView) -> tuple[Any, ...] | None:
+        return (job.num_gpus,)
 
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
@@ -96,6 +108,9 @@ class Consolidated(PlacementStrategy):
     def __init__(self) -> None:
         self._levels: dict[tuple[int, int], int] = {}  # (id(cluster), n) → the job's best locality level
 
+    def memo_key(self, job: JobView, view: SchedulerView) -> tuple[Any, ...] | None:
+        return (job.num_gpus,)
+
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
         if n > alloc.num_free:
@@ -115,6 +130,9 @@ class Pack(PlacementStrategy):
     free_only = True
     description = ("consolidate when a slot is free, never wait: one server (best fit), else the fewest servers "
                    "in one rack, else the most-free servers anywhere")
+
+    def memo_key(self, job: JobView, view: SchedulerView) -> tuple[Any, ...] | None:
+        return (job.num_gpus,)
 
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
@@ -141,6 +159,9 @@ class LeastLoaded(PlacementStrategy):
     name = "least_loaded"
     free_only = True
     description = "emptiest servers first (worst fit)"
+
+    def memo_key(self, job: JobView, view: SchedulerView) -> tuple[Any, ...] | None:
+        return (job.num_gpus,)
 
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
