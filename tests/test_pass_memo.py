@@ -69,7 +69,7 @@ def test_memo_on_and_off_make_the_same_decisions(jobs: list[JobSpec], name: str,
         policy, seen = _with_decisions(make_policy(name), memo)
         r = run_simulation(cluster, jobs, policy, SimConfig(audit=True, seed=seed), catalog=default_catalog())
         runs.append((seen, r.records, r.mechanisms, len(r.rejected), len(r.unfinished)))
-    assert runs[0][0], "the spy saw no pass"
+    assert runs[0][0] or runs[0][3] == len(jobs), "the spy saw no pass"  # none if every job can never fit
     assert runs[0] == runs[1]
 
 

@@ -49,7 +49,7 @@ def start_ray(fab: Fabric, *, ray_cli: str | None = None, timeout_s: float = 180
     # they keep the driver's priority and other work on the host cannot stretch their iterations (override with
     # RAY_worker_niceness in the environment)
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
-           "RAY_worker_niceness": os.environ.get("RAY_worker_niceness", "0")}
+           "RAY_worker_niceness": os.environ.get("RAY_worker_niceness", "0")}  # noqa: SIM112 (Ray's spelling)
     env.pop("RAY_ADDRESS", None)
     for s in range(c.num_servers):
         args = [cli, "start", f"--node-ip-address={server_ip(s)}", "--num-cpus=1", "--num-gpus=0",
