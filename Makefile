@@ -64,7 +64,7 @@ validate-root:
 validate: validate-root $(STAMP)
 	$(VENV)/bin/ddlsched testbed validate --out results/validation $(if $(DOC),--doc $(DOC))
 
-# sim-vs-live fidelity: a trace slice live on the emulated testbed with Ray, every policy (root; ≈ 1 h; docs/live-ray.md)
+# sim-vs-live fidelity: a trace slice live on the emulated testbed with Ray, every policy (root; ≈ 75 min; docs/live-ray.md)
 .PHONY: live-validate
 live-validate: $(STAMP)
 	$(PY) benchmarks/live_validate.py --out results/live-validate

@@ -1,17 +1,20 @@
 """Sim-vs-live fidelity on the emulated testbed with Ray (``make live-validate``; needs root, namespaces, tc).
 
-A slice of a bundled trace (``--jobs`` consecutive jobs of at most ``--max-gpus`` GPUs from ``--offset``), its
-arrivals compressed into ``--wall-minutes`` of wall time and its durations by the same factor (then clipped to
-``--min-s``..``--max-s``, so one job never dominates), on an emulated cluster of ``--racks`` × ``--servers`` servers
-of 2 GPU slots (100 Mbit/s NICs, uplinks oversubscribed ``--oversub``:1) with one Ray node per server namespace.
-Every job runs the profile job of one of two small models (200 ms of compute and a 0.5 or 2 MB all-reduce, written
-to ``models.csv`` and used by both the live run and the simulation). Then ``ddlsched live run --executor ray
---compare-sim`` runs every policy and writes its side-by-side; this script prints the per-policy table
-(|1 − live/sim| for avg JCT and makespan, the per-job JCT error quantiles, the rankings, CPU busy) and writes it
-to ``OUT/fidelity.json``. The testbed is always taken down.
+A slice of a bundled trace (``--jobs`` consecutive jobs of at most ``--max-gpus`` GPUs from ``--offset``): its
+arrivals keep their gaps, compressed into ``--wall-minutes``; its durations keep their ratios, scaled by one factor g
+so that the offered load is ``--load``, then clipped to ``--min-s``..``--max-s``; the policies' time parameters
+(Tiresias' thresholds, delay scheduling's timers) are scaled by the same g. It runs on an emulated cluster of
+``--racks`` × ``--servers`` servers of 2 GPU slots (100 Mbit/s NICs, uplinks oversubscribed ``--oversub``:1) with
+one Ray node per server namespace. Every job runs the profile job of one of two small models (200 ms of compute and
+a 0.5 or 2 MB all-reduce, written to ``models.csv`` and used by both the live run and the simulation). Then
+``ddlsched live run --executor ray --compare-sim`` runs every policy and writes its side-by-side; this script prints
+the per-policy table (|1 − live/sim| for avg JCT and makespan, the per-job JCT error quantiles, the rankings, CPU
+busy) and writes it to ``OUT/fidelity.json``. The testbed is always taken down. ``--scan STEP`` (no root) only
+simulates the slices at every STEP-th offset and prints how far apart the policies are: how ``--offset`` was chosen.
 
-    sudo make live-validate                                   # 60 jobs, 12 minutes per policy, 5 policies
+    sudo make live-validate                                   # 60 jobs over 10 minutes, 5 policies, ≈ 75 min
     sudo python benchmarks/live_validate.py --tiny --out results/live-validate-tiny   # 6 jobs, 2 policies
+    python benchmarks/live_validate.py --scan 250             # the slices, simulated
 """
 
 from __future__ import annotations
