@@ -4,6 +4,7 @@ are pending, the service's peak RSS, the accounts (every job ended once), and wh
 spent their time (the service's ``Server-Timing`` header and its slow-operation log, ``GET /api/v1/slow``).
 
     PYTHONPATH=src python benchmarks/bench_service.py --jobs 10000 --clients 16 --time-scale 1000
+    PYTHONPATH=src python benchmarks/bench_service.py --jobs 10000 --clients 16 --rate 500   # open loop, 500/s
 
 Targets (issue 29): ≥ 500 submissions/s, API p99 ≤ 50 ms, all completed and accounted for, a scheduling pass
 ≤ 20 ms at 5,000 pending on 2,048 GPUs, RSS ≤ 1 GiB. BENCHMARKS.md "The service" has the figures.
@@ -90,6 +91,55 @@ async def submit_all(url: str, bodies: list[dict[str, Any]], n_clients: int, lat
             writer.close()
 
     await asyncio.gather(*(one(k) for k in range(n_clients)))
+
+
+async def submit_paced(url: str, bodies: list[dict[str, Any]], n_clients: int, rate: float, seed: int,
+                       lat: list[float], codes: dict[int, int], slow: list[tuple[float, float, bytes]],
+                       lag: list[float]) -> None:
+    """Open loop: the submissions are due at Poisson instants of ``rate`` per second (seeded), whatever the answers;
+    each goes out on a free one of ``n_clients`` keep-alive connections (waiting for one if all are busy). A request's
+    latency runs from when it was due, so time spent waiting for a connection counts (no coordinated omission);
+    ``lag`` gets, per request, how late it went out (the client's own delay: its event loop, a free connection)."""
+    host, port = url.removeprefix("http://").split(":")
+    free: asyncio.Queue[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = asyncio.Queue()
+    conns = [await asyncio.open_connection(host, int(port)) for _ in range(n_clients)]
+    for c in conns:
+        free.put_nowait(c)
+
+    async def one(b: dict[str, Any], due: float) -> None:
+        body = json.dumps(b).encode()
+        req = (f"POST /api/v1/jobs HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+               f"Authorization: Bearer {TENANTS[b['tenant']]}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+        reader, writer = await free.get()
+        lag.append(time.perf_counter() - due)
+        try:
+            writer.write(req)
+            head = await reader.readuntil(b"\r\n\r\n")
+            n = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
+            await reader.readexactly(n)
+        finally:
+            free.put_nowait((reader, writer))
+        dt = time.perf_counter() - due
+        lat.append(dt)
+        if dt > SLOW_S:
+            slow.append((due, dt, head))
+        code = int(head.split(b" ", 2)[1])
+        codes[code] = codes.get(code, 0) + 1
+
+    rng = random.Random(seed + 1)
+    due = time.perf_counter() + 0.01
+    tasks = []
+    for b in bodies:
+        due += rng.expovariate(rate)
+        wait = due - time.perf_counter()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        tasks.append(asyncio.create_task(one(b, due)))
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for _, w in conns:
+            w.close()
 
 
 PARTS = ("validate", "queue", "prepare", "lock_wait", "statements", "commit", "hand_on", "wake", "resume")
@@ -231,6 +281,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=10_000)
     ap.add_argument("--clients", type=int, default=16, help="Concurrent keep-alive HTTP connections.")
+    ap.add_argument("--rate", type=float, default=0.0,
+                    help="Open loop: submissions due at Poisson instants of this many per second, latency counted "
+                         "from when each was due (0: closed loop, each connection sends as soon as it has its "
+                         "answer: the service's throughput).")
     ap.add_argument("--time-scale", type=float, default=1000.0)
     ap.add_argument("--policy", default="fifo")
     ap.add_argument("--seed", type=int, default=0)
@@ -271,6 +325,7 @@ def run(proc: subprocess.Popen[bytes], url: str, bodies: list[dict[str, Any]], a
     lat: list[float] = []
     slow: list[tuple[float, float, bytes]] = []
     codes: dict[int, int] = {}
+    lag: list[float] = []
     samples: list[tuple[float, float, float, float, list[tuple[float, float]]]] = []
     stop = threading.Event()
 
@@ -287,7 +342,10 @@ def run(proc: subprocess.Popen[bytes], url: str, bodies: list[dict[str, Any]], a
                 stop.wait(0.5)
 
     def clients() -> None:
-        asyncio.run(submit_all(url, bodies, args.clients, lat, codes, slow))
+        if args.rate > 0:
+            asyncio.run(submit_paced(url, bodies, args.clients, args.rate, args.seed, lat, codes, slow, lag))
+        else:
+            asyncio.run(submit_all(url, bodies, args.clients, lat, codes, slow))
 
     st = threading.Thread(target=sampler, daemon=True)
     st.start()
@@ -328,7 +386,8 @@ def run(proc: subprocess.Popen[bytes], url: str, bodies: list[dict[str, Any]], a
         p99_le = next(le for le, n in zip(les, cum, strict=True) if n >= 0.99 * n_pass)
     ended = counts["completed"] + counts["failed"] + counts["cancelled"] + counts["rejected"]
     out = {
-        "jobs": len(bodies), "clients": args.clients, "time_scale": args.time_scale, "policy": args.policy,
+        "jobs": len(bodies), "clients": args.clients, "offered_per_s": args.rate or None,
+        "time_scale": args.time_scale, "policy": args.policy,
         "http_codes": codes, "submit_wall_s": round(submit_s, 2),
         "submissions_per_s": round(len(bodies) / submit_s, 1),
         "service_cpu_ms_per_submission": round(1000 * submit_cpu / len(bodies), 2),
@@ -342,6 +401,9 @@ def run(proc: subprocess.Popen[bytes], url: str, bodies: list[dict[str, Any]], a
                           "where": breakdown(slow, ops)},
         "service_slow_ops_while_submitting": service_ops_summary([op for op in ops
                                                                    if p0 <= op["start"] <= p0 + submit_s]),
+        "client_send_lag_ms": None if not lag else {
+            q: round(1000 * sorted(lag)[min(len(lag) - 1, int(f * len(lag)))], 2)
+            for q, f in (("p50", 0.5), ("p99", 0.99), ("max", 1.0))},
         "api_ms": {"p50": round(pct(0.5), 2), "p90": round(pct(0.9), 2), "p99": round(pct(0.99), 2),
                    "max": round(1000 * lat[-1], 2)},
         "all_ended_wall_s": round(drain_s, 2), "counts": counts,

@@ -48,6 +48,9 @@ class FakeLoop:
             self.cv.notify()
         return None
 
+    def submit_many(self, specs: list[Any]) -> list[str | None]:
+        return [self.submit(spec) for spec in specs]
+
     def cancel(self, job_id: str) -> bool:
         with self.cv:
             for i, (spec, _) in enumerate(self.queue):

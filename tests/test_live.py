@@ -496,3 +496,47 @@ def test_a_resubmitted_job_resumes_from_its_checkpoint():
     (r,) = res.records
     assert r["restart_s"] == pytest.approx(30.0)
     assert r["run_s"] == pytest.approx(30.0 + 400 * 0.05)  # the 400 iterations left, alone on one GPU
+
+
+def test_submit_many_takes_a_batch_in_one_turn_in_order():
+    """``submit_many`` (the service's hand-off): the jobs arrive in the order given, each gets its own answer (a
+    duplicate id or a job that can never fit is refused, the others are queued), and after the run every job of a
+    batch is answered "the run is over"."""
+    changes: list[JobChange] = []
+    run = LiveRun(cluster4x4(), make_policy("fifo"), SimExecutor(CAT), time_scale=1e3, catalog=CAT, serve=True,
+                  on_change=changes.append)
+    loop = threading.Thread(target=run.run)
+    loop.start()
+    try:
+        specs = [JobSpec("a", 0.0, 4, "m", iterations=50), JobSpec("b", 0.0, 4, "m", iterations=50),
+                 JobSpec("a", 0.0, 1, "m", iterations=5), JobSpec("big", 0.0, 64, "m", iterations=5),
+                 JobSpec("c", 0.0, 4, "m", iterations=50)]
+        reasons = run.submit_many(specs)
+        assert reasons[:2] == [None, None] and reasons[4] is None
+        assert "a" in (reasons[2] or "") and "GPUs" in (reasons[3] or "")
+        assert run.submit_many([]) == []
+    finally:
+        run.stop()
+        loop.join(timeout=30)
+    assert not loop.is_alive()
+    assert [c.job_id for c in changes if c.kind == "arrived"] == ["a", "b", "c"]
+    arrived = {c.job_id: c.time_s for c in changes if c.kind == "arrived"}
+    assert arrived["a"] <= arrived["b"] <= arrived["c"]
+    assert run.submit_many([JobSpec("late", 0.0, 1, "m", iterations=5)] * 2) == ["the run is over"] * 2
+
+
+def test_twin_finishes_equal_jobs_in_launch_order():
+    """Jobs that complete at the same instant are reported in the order they were launched (the twin's completion
+    heap breaks ties as a scan of its jobs in launch order would), and the run still matches the simulation."""
+    jobs = [JobSpec(f"e{i}", 0.0, 1, "small", iterations=1000) for i in range(12)]
+    cluster = cluster4x4()
+    changes: list[JobChange] = []
+    res = LiveRun(cluster, make_policy("fifo"), SimExecutor(CAT), time_scale=FAST, catalog=CAT, jobs=jobs,
+                  on_change=changes.append).run()
+    _check_accounts(res)
+    started = [c.job_id for c in changes if c.kind == "started"]
+    finished = [c.job_id for c in changes if c.kind == "finished"]
+    assert len(set(r["jct_s"] for r in res.records)) == 1  # all equal: a tie for every pair
+    assert finished == started and len(finished) == 12
+    sim = run_simulation(cluster, jobs, make_policy("fifo"), catalog=CAT)
+    assert sorted(r["jct_s"] for r in res.records) == pytest.approx(sorted(r["jct_s"] for r in sim.records))

@@ -100,6 +100,15 @@ class _Command:
     result: Any = None
 
 
+def _over(kind: str, args: tuple[Any, ...]) -> Any:
+    """A command's answer once the run is over."""
+    if kind == "submit":
+        return "the run is over"
+    if kind == "submit_many":
+        return ["the run is over"] * len(args[0])
+    return False
+
+
 class LiveRun:
     """Run ``policy`` live on ``cluster`` through ``executor`` (see the module docstring)."""
 
@@ -153,6 +162,13 @@ class LiveRun:
         """Queue a job now (its arrival is the run clock's now). ``done_iterations`` > 0: it resumes from a
         checkpoint after ``attempt`` earlier launches. Returns the rejection reason, or None."""
         return self._command("submit", spec, done_iterations, attempt)  # type: ignore[no-any-return]
+
+    def submit_many(self, specs: Sequence[JobSpec]) -> list[str | None]:
+        """Queue several new jobs in one turn of the loop, in order (each arrives at the run clock's now, as with
+        :meth:`submit`). Returns each job's rejection reason, or None."""
+        if not specs:
+            return []
+        return self._command("submit_many", list(specs))  # type: ignore[no-any-return]
 
     def cancel(self, job_id: str) -> bool:
         """Cancel a job that has not finished: pending → cancelled; running → stopped at once (no checkpoint)."""
@@ -251,7 +267,7 @@ class LiveRun:
     # ------------------------------------------------------------------ internals (the loop's thread)
     def _command(self, kind: str, *args: Any) -> Any:
         if self._state == "done":
-            return "the run is over" if kind == "submit" else False
+            return _over(kind, args)
         if threading.get_ident() == self._loop_thread:
             return self._do(kind, args)
         if self._state == "new":
@@ -261,7 +277,7 @@ class LiveRun:
         cmd = _Command(kind, args)
         with self._lock:
             if self._state == "done":
-                return "the run is over" if kind == "submit" else False
+                return _over(kind, args)
             self._commands.append(cmd)
         cmd.done.wait()
         return cmd.result
@@ -273,7 +289,7 @@ class LiveRun:
         while self._commands:
             cmd = self._commands.popleft()
             changed = True
-            if cmd.kind == "submit":
+            if cmd.kind in ("submit", "submit_many"):
                 try:
                     cmd.result = self._do(cmd.kind, cmd.args)
                 finally:
@@ -292,7 +308,7 @@ class LiveRun:
 
     def _answer_leftovers(self) -> None:
         for cmd in [*self._commands, *self._inflight]:
-            cmd.result = "the run is over" if cmd.kind == "submit" else False
+            cmd.result = _over(cmd.kind, cmd.args)
             cmd.done.set()
         self._commands.clear()
         self._inflight.clear()
@@ -300,6 +316,8 @@ class LiveRun:
     def _do(self, kind: str, args: tuple[Any, ...]) -> Any:
         if kind == "submit":
             return self._submit_now(*args)
+        if kind == "submit_many":
+            return [self._submit_now(spec, 0.0, 0) for spec in args[0]]
         if kind == "cancel":
             return self._cancel_now(*args)
         if kind == "stop":

@@ -55,11 +55,13 @@ class _Job:
     """A launched job, with the fluid model's arithmetic (``FluidJob.sync`` and its completion time) so that the
     twin's event times are the simulator's, bit for bit, when the same things happen."""
 
-    __slots__ = ("attempt", "began", "done", "fin", "iter_s", "job_id", "last_report", "last_t", "resume", "saved",
-                 "stopped", "work")
+    __slots__ = ("attempt", "began", "done", "fin", "iter_s", "job_id", "last_report", "last_t", "order", "resume",
+                 "saved", "stopped", "work")
 
-    def __init__(self, job_id: str, attempt: int, work: float, done: float, t: float, resume: float) -> None:
+    def __init__(self, job_id: str, attempt: int, work: float, done: float, t: float, resume: float,
+                 order: int = 0) -> None:
         self.job_id = job_id
+        self.order = order  # launch order: breaks ties between equal completion times
         self.attempt = attempt
         self.work = work
         self.done = done
@@ -128,6 +130,7 @@ class SimExecutor:
         self.perf: PerfModel | None = None
         self.jobs: dict[str, _Job] = {}
         self._heap: list[tuple[float, int, int, str, int, float]] = []  # (t, seq, kind, job, attempt, value)
+        self._fins: list[tuple[float, int, str, int]] = []  # (completion time, launch order, job, attempt); lazy
         self._seq = 0
         self._t = 0.0  # the last instant processed
         self._out: list[ExecEvent] = []
@@ -150,8 +153,9 @@ class SimExecutor:
         work = float(launch.options.get("work", launch.iterations))
         done = float(launch.options.get("resume_iterations", 0.0))
         startup = self.restart_s if launch.attempt > 1 else self.start_s
-        j = self.jobs[launch.job_id] = _Job(launch.job_id, launch.attempt, work, done, t, t + startup)
         self.launches += 1
+        j = self.jobs[launch.job_id] = _Job(launch.job_id, launch.attempt, work, done, t, t + startup,
+                                            self.launches)
         self._retime(perf.add(Placement(launch.job_id, tuple(launch.gpus), self._profile(launch))), t)
         self._push(j.resume, _STARTUP, j)
 
@@ -195,6 +199,7 @@ class SimExecutor:
     def close(self) -> None:
         self.jobs.clear()
         self._heap.clear()
+        self._fins.clear()
         self.closed = True
 
     # ------------------------------------------------------------------ internals
@@ -265,25 +270,35 @@ class SimExecutor:
             if j is None:
                 continue
             j.retime(t, it.compute_s + it.comm_s)  # type: ignore[attr-defined]
+            if j.fin < math.inf:
+                heapq.heappush(self._fins, (j.fin, j.order, jid, j.attempt))
+        if len(self._fins) > 4 * len(self.jobs) + 64:  # drop the stale entries now and then
+            self._fins = [(j.fin, j.order, jid, j.attempt) for jid, j in self.jobs.items()
+                          if j.fin < math.inf and not j.stopped]
+            heapq.heapify(self._fins)
+
+    def _first_finish(self) -> tuple[_Job | None, float]:
+        """The running job that completes first and when (the earliest ``finish_at``; equal times: the earliest
+        launched), from a heap whose outdated entries (re-timed, stopped or ended jobs) are dropped as they surface."""
+        fins = self._fins
+        while fins:
+            f, _, jid, attempt = fins[0]
+            j = self.jobs.get(jid)
+            if j is not None and j.attempt == attempt and not j.stopped and j.fin == f:
+                return j, f
+            heapq.heappop(fins)
+        return None, math.inf
 
     def _next_time(self) -> float:
         nxt = self._heap[0][0] if self._heap else math.inf
-        for j in self.jobs.values():
-            f = j.finish_at()
-            if f < nxt:
-                nxt = f
-        return nxt
+        return min(nxt, self._first_finish()[1])
 
     def _advance(self, to: float) -> None:
         """Process every internal event up to run second ``to``, in time order."""
         heap = self._heap
         while True:
             t_heap = heap[0][0] if heap else math.inf
-            fin, t_fin = None, math.inf
-            for j in self.jobs.values():
-                f = j.finish_at()
-                if f < t_fin:
-                    fin, t_fin = j, f
+            fin, t_fin = self._first_finish()
             t = min(t_heap, t_fin)
             if t > to or (self._out and t > self._out[-1].time_s):
                 return  # one instant's reports at a time: the loop decides at that instant before the twin moves on

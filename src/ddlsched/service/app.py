@@ -16,7 +16,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ddlsched.service.auth import TENANT_RE, Principal, Tokens
 from ddlsched.service.commit import GroupCommit
@@ -26,6 +26,7 @@ from ddlsched.service.store import STATES, DuplicateJob, JobStore, StoreFull
 
 DASHBOARD = Path(__file__).resolve().parent / "dashboard"
 MAX_BODY = 64 * 1024
+SUBMIT_PATH = "/api/v1/jobs"
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 
@@ -144,6 +145,77 @@ class BodyLimit:
         await self.app(scope, counted, send)
 
 
+class FastSubmit:
+    """ASGI: the submission route's common case without FastAPI's per-request machinery (routing, dependency
+    solving, its middlewares: most of a submission's CPU in the service, BENCHMARKS.md). A ``POST /api/v1/jobs``
+    with a JSON body, a known bearer token and a body that validates as :class:`JobIn` goes straight to the route's
+    own handler (``accept``: the same checks and answers); any other request, and any such request that fails one of
+    those three steps, goes to the FastAPI app with its body, so every refusal is the route's own (401, 422 naming the
+    field, …)."""
+
+    def __init__(self, app: Any, accept: Any, tokens: Tokens) -> None:
+        self.app = app
+        self.accept = accept
+        self.tokens = tokens
+        self.state = getattr(app, "state", None)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != SUBMIT_PATH:
+            await self.app(scope, receive, send)
+            return
+        auth = ctype = b""
+        for k, v in scope["headers"]:
+            if k == b"authorization":
+                auth = v
+            elif k == b"content-type":
+                ctype = v
+        chunks = []
+        while True:
+            try:
+                msg = await receive()
+            except HTTPException as e:  # over the body limit (BodyLimit)
+                await _plain(send, e.status_code, str(e.detail))
+                return
+            if msg["type"] != "http.request":  # the client went away
+                return
+            chunks.append(msg.get("body", b""))
+            if not msg.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        scheme, _, tok = auth.decode("latin-1").partition(" ")
+        who = self.tokens.lookup(tok.strip()) if scheme.lower() == "bearer" and tok.strip() else None
+        job = None
+        if who is not None and ctype.split(b";")[0].strip().lower() == b"application/json":
+            try:
+                job = JobIn.model_validate_json(body)
+            except ValidationError:
+                job = None
+        if job is None:
+            await self.app(scope, _replay(body, receive), send)
+            return
+        try:
+            response = await self.accept(job, who)
+        except HTTPException as e:
+            response = JSONResponse({"detail": e.detail}, status_code=e.status_code, headers=e.headers)
+        except StoreFull as e:
+            response = JSONResponse({"detail": str(e)}, status_code=507)
+        await response(scope, receive, send)
+
+
+def _replay(body: bytes, receive: Any) -> Any:
+    """An ASGI ``receive`` that gives ``body`` (already read) first, then whatever ``receive`` gives."""
+    given = False
+
+    async def again() -> Any:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return again
+
+
 async def _plain(send: Any, status: int, text: str) -> None:
     body = ('{"detail": "' + text + '"}').encode()
     await send({"type": "http.response.start", "status": status,
@@ -203,13 +275,9 @@ def create_app(store: JobStore, sched: Scheduler, settings: Settings) -> Any:
         """Liveness (no token needed): whether the scheduling loop runs."""
         return {"ok": sched.alive, "error": None if sched.error is None else str(sched.error)}
 
-    @app.post("/api/v1/jobs", status_code=201, response_model=JobOut, tags=["jobs"],
-              responses={401: {}, 403: {}, 409: {}, 422: {}, 507: {"description": "the job store is full"}})
-    async def submit(job: JobIn, who: Principal = auth) -> Any:
-        """Submit a job. It is committed to the store before this returns (201), then handed to the scheduling
-        loop. A job that can never run on the cluster is refused (422, the reason; nothing stored). Concurrent
-        submissions are committed together (group commit); each answer waits for its own job's commit. The answer's
-        ``Server-Timing`` header says where the time went (docs/service.md)."""
+    async def accept(job: JobIn, who: Principal) -> JSONResponse:
+        """A validated submission from an authenticated caller: checked, committed, answered (201); a refusal
+        raises ``HTTPException`` (or ``StoreFull``)."""
         t_in = time.perf_counter()
         tenant = job.tenant or who.tenant
         if tenant is None:
@@ -241,6 +309,15 @@ def create_app(store: JobStore, sched: Scheduler, settings: Settings) -> Any:
             raise HTTPException(409, f"job {data['id']!r} already exists") from None
         # the row is JobOut's shape: no second validation
         return JSONResponse(job_out(row), status_code=201, headers={"Server-Timing": server_timing(t_in, stamps)})
+
+    @app.post(SUBMIT_PATH, status_code=201, response_model=JobOut, tags=["jobs"],
+              responses={401: {}, 403: {}, 409: {}, 422: {}, 507: {"description": "the job store is full"}})
+    async def submit(job: JobIn, who: Principal = auth) -> Any:
+        """Submit a job. It is committed to the store before this returns (201), then handed to the scheduling
+        loop. A job that can never run on the cluster is refused (422, the reason; nothing stored). Concurrent
+        submissions are committed together (group commit); each answer waits for its own job's commit. The answer's
+        ``Server-Timing`` header says where the time went (docs/service.md)."""
+        return await accept(job, who)
 
     @app.get("/api/v1/jobs", response_model=list[JobOut], tags=["jobs"])
     def list_jobs(who: Principal = auth, tenant: str | None = None,
@@ -338,7 +415,7 @@ def create_app(store: JobStore, sched: Scheduler, settings: Settings) -> Any:
         return RedirectResponse("/dashboard/index.html")
 
     app.mount("/dashboard", StaticFiles(directory=DASHBOARD), name="dashboard")
-    return BodyLimit(app, settings.max_body)  # type: ignore[return-value]
+    return BodyLimit(FastSubmit(app, accept, tokens), settings.max_body)  # type: ignore[return-value]
 
 
-__all__ = ["JobIn", "JobOut", "Settings", "create_app"]
+__all__ = ["FastSubmit", "JobIn", "JobOut", "Settings", "create_app"]

@@ -22,21 +22,28 @@ from ddlsched.service.store import JobStore
 log = logging.getLogger("ddlsched.service")
 MAX_BATCH = 1000
 """Most submissions one transaction writes."""
+LINGER_S = 0.002
+"""How long the writer waits, after the first queued submission, for others to join its transaction (seconds): at a
+few hundred submissions per second that halves the transactions, the loop's turns and the wake-ups per submission,
+for at most this much more latency (BENCHMARKS.md, the service)."""
 
 _STOP = object()
 
 
-def next_batch(q: queue.Queue[Any], stop_marker: object, limit: int) -> tuple[list[Any], bool] | None:
-    """Block for one item of ``q``, then take whatever else is queued, up to ``limit`` items in all: (the batch,
-    whether ``stop_marker`` came after it); None when the marker came first. One writer thread per queue turns its
-    requests into one transaction per batch this way."""
+def next_batch(q: queue.Queue[Any] | queue.SimpleQueue[Any], stop_marker: object, limit: int,
+               linger_s: float = 0.0) -> tuple[list[Any], bool] | None:
+    """Block for one item of ``q``, then take whatever else is queued, up to ``limit`` items in all, waiting up to
+    ``linger_s`` after the first for more: (the batch, whether ``stop_marker`` came after it); None when the marker
+    came first. One writer thread per queue turns its requests into one transaction per batch this way."""
     first = q.get()
     if first is stop_marker:
         return None
     batch = [first]
+    until = time.perf_counter() + linger_s
     while len(batch) < limit:
         try:
-            nxt = q.get_nowait()
+            wait = until - time.perf_counter()
+            nxt = q.get(timeout=wait) if wait > 0 else q.get_nowait()
         except queue.Empty:
             break
         if nxt is stop_marker:
@@ -49,12 +56,13 @@ class GroupCommit:
     """One writer thread that stores queued submissions in batches (see the module docstring)."""
 
     def __init__(self, store: JobStore, on_stored: Callable[[dict[str, Any]], None] | None = None, *,
-                 max_batch: int = MAX_BATCH) -> None:
+                 max_batch: int = MAX_BATCH, linger_s: float = LINGER_S) -> None:
         self.store = store
         self.on_stored = on_stored
         """Called with each stored row after its commit, in the writer's thread, in submission order (the service
         hands the job to the scheduling loop there, so a request whose client went away still gets its job run)."""
         self.max_batch = max_batch
+        self.linger_s = linger_s
         self.batches = 0
         self.jobs = 0
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -89,7 +97,7 @@ class GroupCommit:
 
     def _run(self) -> None:
         while True:
-            taken = next_batch(self._q, _STOP, self.max_batch)
+            taken = next_batch(self._q, _STOP, self.max_batch, self.linger_s)
             if taken is None:
                 return
             batch, stop = taken
@@ -136,4 +144,4 @@ STAMPS = ("queued", "taken", "lock_asked", "lock_got", "statements_done", "commi
 """What :meth:`GroupCommit.submit`'s ``timing`` holds, in order (perf_counter seconds)."""
 
 
-__all__ = ["MAX_BATCH", "STAMPS", "GroupCommit"]
+__all__ = ["LINGER_S", "MAX_BATCH", "STAMPS", "GroupCommit", "next_batch"]

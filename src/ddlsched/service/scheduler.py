@@ -2,12 +2,14 @@
 
 It owns the loop's thread and two kinds of helpers around it, so that an API request never waits for the loop:
 
-* **hand-off** (``feeders`` threads): the API commits a submission to the store (write-ahead), checks that the job
-  can ever fit (:func:`never_fits`: the same two reasons the engine gives), answers 201, and queues it here; a feeder
-  passes it to ``LiveRun.submit`` (which blocks until the loop's next turn). The job arrives in the run when the
-  loop takes it (the run clock's now). A rejection the loop still finds is stored with its reason.
+* **hand-off** (one feeder thread): the API checks that the job can ever fit (:func:`never_fits`: the same two
+  reasons the engine gives), commits the submission to the store (write-ahead), answers 201, and queues it here; the
+  feeder passes everything queued meanwhile to ``LiveRun.submit_many`` in one command (it blocks until the loop's
+  next turn, so one turn takes a whole batch, in submission order). The jobs arrive in the run when the loop takes
+  them (the run clock's now). A rejection the loop still finds is stored with its reason.
 * **writer** (one thread): every ``JobChange`` the loop reports (``on_change``, in the loop's thread, in order) is
-  queued and written in order, a batch per transaction (group commit). The API only reads the store, so it never
+  queued and written in order, a batch per transaction (group commit), at most one transaction start every
+  ``changes_every_s``. The API only reads the store, so it never
   shows a change before it is stored. ``progress`` reports (iteration counts, not changes of state) are kept at
   most every ``progress_every_s`` wall seconds per job, or every ``checkpoint_progress_every_s`` when they carry a
   newer checkpoint (the executor's last saved iteration count; the store keeps it as ``checkpoint_iterations``).
@@ -45,8 +47,12 @@ log = logging.getLogger("ddlsched.service")
 EXECUTORS = ("sim", "ray")
 ENDS = {"finished": "completed", "failed": "failed", "cancelled": "cancelled", "rejected": "rejected"}
 BATCH = 2000
-"""Most changes the writer takes from its queue at once."""
+"""Most changes the writer takes from its queue at once (and most jobs the feeder hands to the loop at once)."""
 CHUNK = 64
+CHANGES_EVERY_S = 0.02
+"""The writer starts a transaction of changes at most this often (seconds): the changes reported meanwhile are
+written together, so under load the store writes a few large transactions instead of many small ones (the API never
+waits for them; a crash redoes what was not stored)."""
 """Most changes the writer stores in one transaction: a submission batch waiting for the store's lock waits for at
 most one such transaction (BENCHMARKS.md, the service)."""
 
@@ -55,6 +61,7 @@ class LiveLoop(Protocol):
     """What the service uses of ``LiveRun`` (docs/live.md; the contract in ``ddlsched.live.run``)."""
 
     def submit(self, spec: JobSpec, *, done_iterations: float = 0.0, attempt: int = 0) -> str | None: ...
+    def submit_many(self, specs: list[JobSpec]) -> list[str | None]: ...
     def cancel(self, job_id: str) -> bool: ...
     def stop(self) -> None: ...
     def run(self) -> Any: ...
@@ -132,7 +139,7 @@ class Scheduler:
     def __init__(self, store: JobStore, cluster: Cluster, policy: Policy, factory: RunFactory, *,
                  catalog: ModelCatalog, policy_name: str = "", policy_params: dict[str, Any] | None = None,
                  executor: str = "sim", time_scale: float = 1.0, progress_every_s: float = 2.0,
-                 checkpoint_progress_every_s: float = 0.25, feeders: int = 32) -> None:
+                 checkpoint_progress_every_s: float = 0.25, changes_every_s: float = CHANGES_EVERY_S) -> None:
         self.store = store
         self.cluster = cluster
         self.catalog = catalog
@@ -145,6 +152,7 @@ class Scheduler:
         self.time_scale = time_scale
         self.progress_every_s = progress_every_s
         self.checkpoint_progress_every_s = checkpoint_progress_every_s
+        self.changes_every_s = changes_every_s
         self._factory = factory
         self._run: LiveLoop | None = None
         self._thread: threading.Thread | None = None
@@ -155,8 +163,7 @@ class Scheduler:
         self._progress_at: dict[str, float] = {}  # job → when its last progress report was kept (monotonic)
         self._checkpoint_at: dict[str, float] = {}  # job → the checkpoint (iterations) of that report
         self._inbox: queue.Queue[Any] = queue.Queue()
-        self._n_feeders = feeders
-        self._feeders: list[threading.Thread] = []
+        self._feeder: threading.Thread | None = None
         self._cancel_asked: set[str] = set()
         self._changes: queue.Queue[Any] = queue.Queue()
         self._writer: threading.Thread | None = None
@@ -193,10 +200,8 @@ class Scheduler:
             if reason and self.store.record(jid, "rejected", {"reason": reason}):
                 self.counters.end("rejected")
                 rec.rejected.append(jid)
-        for k in range(self._n_feeders):
-            t = threading.Thread(target=self._feed, name=f"ddlsched-feeder-{k}", daemon=True)
-            t.start()
-            self._feeders.append(t)
+        self._feeder = threading.Thread(target=self._feed, name="ddlsched-feeder", daemon=True)
+        self._feeder.start()
         return rec
 
     def _loop(self) -> None:
@@ -211,14 +216,13 @@ class Scheduler:
         """End the loop (jobs still open stay open in the store: a restarted service resumes them), then store
         every change it reported."""
         self._stopping = True
-        for _ in self._feeders:
-            self._inbox.put(_STOP)
+        self._inbox.put(_STOP)
         if self._run is not None:
             self._run.stop()
         if self._thread is not None:
             self._thread.join(timeout_s)
-        for t in self._feeders:
-            t.join(timeout_s)
+        if self._feeder is not None:
+            self._feeder.join(timeout_s)
         self._changes.put(_STOP)
         if self._writer is not None:
             self._writer.join(timeout_s)
@@ -267,6 +271,7 @@ class Scheduler:
             taken = next_batch(self._changes, _STOP, BATCH)
             if taken is None:
                 return
+            t0 = time.monotonic()
             batch, stop = taken
             done: list[bool] = []
             for k in range(0, len(batch), CHUNK):
@@ -276,6 +281,9 @@ class Scheduler:
                     self.counters.end(ENDS[kind])
             if stop:
                 return
+            rest = self.changes_every_s - (time.monotonic() - t0)
+            if rest > 0 and not self._stopping:
+                time.sleep(rest)
 
     def _store_changes(self, chunk: list[Any]) -> list[bool]:
         """One transaction of changes; a full store is retried (nothing dropped) until the service stops."""
@@ -334,22 +342,30 @@ class Scheduler:
         self._inbox.put(row)
 
     def _feed(self) -> None:
+        """Hand the queued jobs to the loop, everything queued meanwhile in one command."""
         assert self._run is not None
         while True:
-            row = self._inbox.get()
-            if row is _STOP:
+            taken = next_batch(self._inbox, _STOP, BATCH)
+            if taken is None:
                 return
-            jid = row["id"]
-            if jid in self._cancel_asked:  # cancelled before it reached the loop
-                if self.store.record(jid, "cancelled", {"reason": "cancelled before it was queued"}):
-                    self.counters.end("cancelled")
-                continue
-            reason = self._run.submit(spec_of(row))
-            if reason:
-                if not self._stopping and self.store.record(jid, "rejected", {"reason": reason}):
-                    self.counters.end("rejected")
-            elif jid in self._cancel_asked:  # asked while it was on its way: the loop has it now
-                self._run.cancel(jid)
+            batch, stop = taken
+            rows = []
+            for row in batch:
+                if row["id"] in self._cancel_asked:  # cancelled before it reached the loop
+                    if self.store.record(row["id"], "cancelled", {"reason": "cancelled before it was queued"}):
+                        self.counters.end("cancelled")
+                else:
+                    rows.append(row)
+            reasons = self._run.submit_many([spec_of(row) for row in rows]) if rows else []
+            for row, reason in zip(rows, reasons, strict=True):
+                jid = row["id"]
+                if reason:
+                    if not self._stopping and self.store.record(jid, "rejected", {"reason": reason}):
+                        self.counters.end("rejected")
+                elif jid in self._cancel_asked:  # asked while it was on its way: the loop has it now
+                    self._run.cancel(jid)
+            if stop:
+                return
 
     def cancel(self, job_id: str) -> bool:
         """Ask the loop to cancel a job whose ``cancel_requested`` is stored (a job still on its way to the loop is

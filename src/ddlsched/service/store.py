@@ -455,12 +455,23 @@ class JobStore:
         job in order, its stored row, or a :class:`DuplicateJob` (an id already stored or earlier in the batch:
         that job is not written, the others are)."""
         at = time.time() if at is None else at
+        ids = [j["id"] for j in batch]
+        if len(set(ids)) == len(ids):  # the common case: insert without looking first (a stored id aborts it)
+            try:
+                return self._submit_many(batch, at, look=False)
+            except IntegrityError:
+                pass  # an id already stored (or taken meanwhile): the careful way tells which
+        return self._submit_many(batch, at, look=True)
+
+    def _submit_many(self, batch: list[dict[str, Any]], at: float, *,
+                     look: bool) -> list[dict[str, Any] | DuplicateJob]:
+        """:meth:`submit_many`; ``look``: first read which ids are stored (else an IntegrityError aborts it all)."""
         try:
             # the lock is held until the commit: ``seq`` is taken and advanced under it
             with self._write("submit", len(batch), first=True) as c:  # a request waits for it: ahead of changes
                 ids = [j["id"] for j in batch]
                 taken: set[str] = set()
-                for k in range(0, len(ids), ID_CHUNK):
+                for k in range(0, len(ids) if look else 0, ID_CHUNK):
                     taken.update(c.execute(_TAKEN_IDS, {"ids": ids[k:k + ID_CHUNK]}).scalars())
                 seq = self._seq
                 out: list[dict[str, Any] | DuplicateJob] = []
@@ -485,9 +496,11 @@ class JobStore:
                     c.execute(_INSERT_EVENTS, evs)
                 self._committed = lambda: setattr(self, "_seq", seq)
         except IntegrityError:  # another writer of a shared database (PostgreSQL) took one of these ids meanwhile
+            if not look:
+                raise
             if len(batch) == 1:
                 return [DuplicateJob(f"job {batch[0]['id']!r} already exists")]
-            return [r for j in batch for r in self.submit_many([j], at=at)]
+            return [r for j in batch for r in self._submit_many([j], at, look=True)]
         return out
 
     def record(self, job_id: str, kind: str, detail: dict[str, Any] | None = None, *, run_s: float | None = None,
