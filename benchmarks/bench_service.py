@@ -95,11 +95,12 @@ async def submit_all(url: str, bodies: list[dict[str, Any]], n_clients: int, lat
 
 async def submit_paced(url: str, bodies: list[dict[str, Any]], n_clients: int, rate: float, seed: int,
                        lat: list[float], codes: dict[int, int], slow: list[tuple[float, float, bytes]],
-                       lag: list[float]) -> None:
+                       lag: list[float], loop_lag: list[float]) -> None:
     """Open loop: the submissions are due at Poisson instants of ``rate`` per second (seeded), whatever the answers;
     each goes out on a free one of ``n_clients`` keep-alive connections (waiting for one if all are busy). A request's
     latency runs from when it was due, so time spent waiting for a connection counts (no coordinated omission);
-    ``lag`` gets, per request, how late it went out (the client's own delay: its event loop, a free connection)."""
+    ``lag`` gets, per request, how late it went out (the client's own delay: its event loop, a free connection),
+    ``loop_lag`` how late the client's event loop began it (its own delay alone)."""
     host, port = url.removeprefix("http://").split(":")
     free: asyncio.Queue[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = asyncio.Queue()
     conns = [await asyncio.open_connection(host, int(port)) for _ in range(n_clients)]
@@ -107,6 +108,7 @@ async def submit_paced(url: str, bodies: list[dict[str, Any]], n_clients: int, r
         free.put_nowait(c)
 
     async def one(b: dict[str, Any], due: float) -> None:
+        loop_lag.append(time.perf_counter() - due)
         body = json.dumps(b).encode()
         req = (f"POST /api/v1/jobs HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
                f"Authorization: Bearer {TENANTS[b['tenant']]}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
@@ -326,6 +328,7 @@ def run(proc: subprocess.Popen[bytes], url: str, bodies: list[dict[str, Any]], a
     slow: list[tuple[float, float, bytes]] = []
     codes: dict[int, int] = {}
     lag: list[float] = []
+    loop_lag: list[float] = []
     samples: list[tuple[float, float, float, float, list[tuple[float, float]]]] = []
     stop = threading.Event()
 
@@ -343,7 +346,8 @@ def run(proc: subprocess.Popen[bytes], url: str, bodies: list[dict[str, Any]], a
 
     def clients() -> None:
         if args.rate > 0:
-            asyncio.run(submit_paced(url, bodies, args.clients, args.rate, args.seed, lat, codes, slow, lag))
+            asyncio.run(submit_paced(url, bodies, args.clients, args.rate, args.seed, lat, codes, slow, lag,
+                                     loop_lag))
         else:
             asyncio.run(submit_all(url, bodies, args.clients, lat, codes, slow))
 
@@ -401,9 +405,9 @@ def run(proc: subprocess.Popen[bytes], url: str, bodies: list[dict[str, Any]], a
                           "where": breakdown(slow, ops)},
         "service_slow_ops_while_submitting": service_ops_summary([op for op in ops
                                                                    if p0 <= op["start"] <= p0 + submit_s]),
-        "client_send_lag_ms": None if not lag else {
-            q: round(1000 * sorted(lag)[min(len(lag) - 1, int(f * len(lag)))], 2)
-            for q, f in (("p50", 0.5), ("p99", 0.99), ("max", 1.0))},
+        **{name: None if not xs else {q: round(1000 * sorted(xs)[min(len(xs) - 1, int(f * len(xs)))], 2)
+                                      for q, f in (("p50", 0.5), ("p99", 0.99), ("max", 1.0))}
+           for name, xs in (("client_send_lag_ms", lag), ("client_loop_lag_ms", loop_lag))},
         "api_ms": {"p50": round(pct(0.5), 2), "p90": round(pct(0.9), 2), "p99": round(pct(0.99), 2),
                    "max": round(1000 * lat[-1], 2)},
         "all_ended_wall_s": round(drain_s, 2), "counts": counts,

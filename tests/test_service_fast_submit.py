@@ -117,3 +117,28 @@ def test_next_batch_lingers_for_company_and_stops_at_the_marker() -> None:
     assert next_batch(q, stop, 10) == ([6], True)
     q.put(stop)
     assert next_batch(q, stop, 10) is None
+
+
+def test_full_collections_walk_only_what_is_new() -> None:
+    """``keep_full_collections_short``: what exists is frozen (not walked by a full collection), what survives a
+    later full collection is frozen too, and the undo stops that."""
+    import gc
+
+    from ddlsched.service.gcpause import keep_full_collections_short
+
+    undo = keep_full_collections_short()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0 and gc.get_count()[2] == 0
+        keep = [[i] for i in range(2000)]  # new, alive
+        gc.collect()  # a full collection: its survivors (``keep``) are frozen after it
+        assert gc.get_freeze_count() >= frozen + len(keep)
+        undo()
+        n = gc.get_freeze_count()
+        more = [[i] for i in range(2000)]
+        gc.collect()
+        assert gc.get_freeze_count() == n  # no callback any more
+        del keep, more
+    finally:
+        undo()
+        gc.unfreeze()

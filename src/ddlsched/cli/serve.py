@@ -71,6 +71,7 @@ def serve(cluster: str, policy: str, policy_param: tuple[str, ...], db: str, exe
     from ddlsched.policies.registry import make_policy
     from ddlsched.service.app import Settings, create_app
     from ddlsched.service.auth import load_tokens
+    from ddlsched.service.gcpause import keep_full_collections_short
     from ddlsched.service.scheduler import Scheduler, live_run_factory
     from ddlsched.service.store import open_store
 
@@ -100,12 +101,15 @@ def serve(cluster: str, policy: str, policy_param: tuple[str, ...], db: str, exe
         if host not in LOCAL_HOSTS:
             click.echo(f"note: listening on {host}, beyond this machine: put TLS in front (tokens travel in "
                        "headers)", err=True)
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                                timeout_graceful_shutdown=5)
+        config.load()  # its imports (protocols, event loop) happen now, before the freeze below
+        keep_full_collections_short()  # no 60–200 ms collector pauses in the requests (ddlsched.service.gcpause)
         bound = sock.getsockname()[1]
         click.echo(f"ddlsched serve: {cl.describe()}; policy {policy}; executor {executor} (time scale "
                    f"{time_scale:g}); listening on http://{host}:{bound} (dashboard /, API /docs)")
         sys.stdout.flush()
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                                               timeout_graceful_shutdown=5))
+        server = uvicorn.Server(config)
         # uvicorn stops serving on SIGINT/SIGTERM, then raises the signal again: as KeyboardInterrupt, so that the
         # loop is stopped below (running jobs checkpoint and stay open for the next start) before the exit
         with interrupts_raise():
