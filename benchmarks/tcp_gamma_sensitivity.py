@@ -11,12 +11,14 @@ only (docs/validation.md, "Calibration"); choosing it from this table would fit 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
+
+from ddlsched.cli import cli
 
 MODEL = "phased[exact,fairness=tcp]"
 
@@ -30,10 +32,11 @@ def score(saved: Path, gamma: float, work: Path, only: tuple[str, ...] = ()) -> 
     cal["tcp"]["tcp_exponent"] = gamma
     cal_path = work / f"cal{gamma:g}.json"  # outside ``out``: --reuse writes its own calibration.json there
     cal_path.write_text(json.dumps(cal))
-    subprocess.run([sys.executable, "-m", "ddlsched.cli", "testbed", "validate", "--reuse", str(out),
-                    "--calibration", str(cal_path), "--out", str(out), "--doc", str(out / "doc.md"),
-                    *(arg for name in only for arg in ("--only", name))],
-                   check=True, capture_output=True)
+    # in this process (its imports paid once for every γ); an error raises, as ``ddlsched`` would exit non-zero
+    with contextlib.redirect_stdout(io.StringIO()):
+        cli.main(["testbed", "validate", "--reuse", str(out), "--calibration", str(cal_path), "--out", str(out),
+                  "--doc", str(out / "doc.md"), *(arg for name in only for arg in ("--only", name))],
+                 standalone_mode=False)
     report = json.loads((out / "fidelity.json").read_text())
     (row,) = [r for r in report["summary"] if r["model"] == MODEL and r["variant"] == "calibrated"]
     return row

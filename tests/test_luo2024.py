@@ -6,9 +6,7 @@ import csv
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from ddlsched.cli import cli
 from ddlsched.cluster.topology import Cluster, GPUType, ServerSpec
 from ddlsched.engine import SimConfig, run_simulation
 from ddlsched.errors import ConfigError
@@ -78,13 +76,11 @@ def test_memory_bound_setting_shrinks_gpus() -> None:
         luo2024.network_setting("fast")
 
 
-def test_reproduce_quick_outputs_and_counters(tmp_path: Path) -> None:
-    r = CliRunner().invoke(cli, ["reproduce", "luo2024", "--quick", "--out", str(tmp_path)])
-    assert r.exit_code == 0, r.output
+def test_reproduce_quick_outputs_and_counters(luo2024_quick: Path) -> None:  # the run: conftest.py
     for f in ("runs.csv", "summary.csv", "summary.md", "per_seed.csv", "headline.csv", "avg_jct.png",
               "gain_vs_tiresias.png", "gain_vs_ffs.png"):
-        assert (tmp_path / f).stat().st_size > 0
-    rows = list(csv.DictReader((tmp_path / "runs.csv").open()))
+        assert (luo2024_quick / f).stat().st_size > 0
+    rows = list(csv.DictReader((luo2024_quick / "runs.csv").open()))
     settings = {r["setting"] for r in rows}
     assert {"maxmin", "none", "flat", "flat/stretch x2", "flat/xi on comm too", "flat/12 GB",
             "flat/300 jobs", "flat/all xi 1.8"} <= settings
@@ -92,7 +88,7 @@ def test_reproduce_quick_outputs_and_counters(tmp_path: Path) -> None:
         assert int(r["shared_starts"]) <= int(r["starts"])
         if r["policy"] in ("sjf-preempt", "tiresias-700", "sjf+consolidated", "sjf-bsbf-s1"):
             assert int(r["accumulation_starts"]) == 0
-    assert "Paper: SJF-BSBF" in (tmp_path / "summary.md").read_text()
+    assert "Paper: SJF-BSBF" in (luo2024_quick / "summary.md").read_text()
 
 
 def test_xi_level_reaches_the_share_test() -> None:

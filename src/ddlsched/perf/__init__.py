@@ -31,6 +31,7 @@ PERF_MODELS: dict[str, type[PerfModel]] = {
 
 
 _NUMERIC = {"float", "int", "float|None", "int|None"}
+_PARAMS_SEEN: dict[tuple[type, Any, int], dict[str, str]] = {}  # (class, its __init__, id of its init_params)
 
 
 def constructor_params(cls: type[PerfModel]) -> dict[str, str]:
@@ -41,12 +42,14 @@ def constructor_params(cls: type[PerfModel]) -> dict[str, str]:
     tests/test_perf_params.py checks every declaration against the constructor in the source.
     """
     declared = cls.__dict__.get("init_params")
-    params = inspect.signature(cls.__init__).parameters
-    named = {k: p for k, p in params.items()
-             if k not in ("self", "cluster") and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
-    if declared is not None and not named:  # compiled: the signature is hidden
-        return dict(declared)
-    return {k: str(p.annotation) for k, p in named.items()}
+    key = (cls, cls.__init__, id(declared))  # read once per class (replays ask thousands of times)
+    if key not in _PARAMS_SEEN:
+        params = inspect.signature(cls.__init__).parameters
+        named = {k: p for k, p in params.items()
+                 if k not in ("self", "cluster") and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        _PARAMS_SEEN[key] = (dict(declared) if declared is not None and not named  # compiled: signature hidden
+                             else {k: str(p.annotation) for k, p in named.items()})
+    return dict(_PARAMS_SEEN[key])
 
 
 def make_perf_model(name: str, cluster: Cluster, **params: Any) -> PerfModel:

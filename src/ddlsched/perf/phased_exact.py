@@ -104,10 +104,14 @@ class PhaseClock:
         self.bytes_left: dict[str, float] = {}
         self.lat_left: dict[str, float] = {}
         self.hide_left: dict[str, float] = {}
+        # rates of each set of senders seen since the jobs last changed (the sharing rules are pure functions of
+        # the senders; a replay revisits the same few sets thousands of times). Unused with the uneven split.
+        self._rates_memo: dict[tuple[str, ...], dict[str, float]] = {}
 
     def add(self, j: PhasedJob, wait: float = 0.0) -> None:
         """Start ``j``: ``wait`` seconds, then its first compute phase."""
         self.jobs[j.job_id] = j
+        self._rates_memo.clear()
         self.phase[j.job_id], self.t_left[j.job_id] = 0, wait + j.compute_s - j.hidden_s
         self.bytes_left[j.job_id] = self.lat_left[j.job_id] = self.hide_left[j.job_id] = 0.0
 
@@ -115,14 +119,19 @@ class PhaseClock:
         for d in (self.jobs, self.phase, self.t_left, self.bytes_left, self.lat_left, self.hide_left):
             del d[k]
         self.bias.pop(k, None)
+        self._rates_memo.clear()
 
     def step(self, limit: float = math.inf) -> tuple[float, list[str]]:
         """Advance to the next phase end, or by ``limit`` if that comes first; (time advanced, the jobs that
         completed an iteration). ``inf`` and nothing when no job has anything left to do within ``limit``."""
         sending = [self.jobs[k] for k in sorted(self.jobs) if self.phase[k] == 1 and self.bytes_left[k] > 0]
         bias = self.bias if self.split_noise else None
-        if not sending:
-            rates: dict[str, float] = {}
+        key = tuple(j.job_id for j in sending)
+        memo = self._rates_memo.get(key) if bias is None else None
+        if memo is not None:
+            rates = memo
+        elif not sending:
+            rates = {}
         elif self.tcp_exponent is None:
             rates = (maxmin_rates(sending, self.cap) if bias is None else
                      weighted_fill({j.job_id: j.use for j in sending}, {j.job_id: bias[j.job_id] for j in sending},
@@ -130,6 +139,8 @@ class PhaseClock:
         else:
             rates = tcp_rates({j.job_id: j.hops for j in sending if j.use}, self.cap, self.tcp_exponent,
                               own_queue=self.tcp_own_queue, bias=bias)
+        if bias is None:
+            self._rates_memo[key] = rates
         dt = limit
         for k in self.jobs:
             if self.phase[k] == 0:
