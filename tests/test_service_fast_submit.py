@@ -31,14 +31,19 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("JSON as text/plain", {"content": b'{"name": "x"}', "ctype": "text/plain"}),
     ("a list", {"json": [job("x")]}),
     ("over the body limit", {"json": job("y" * 100_000)}),
+    ("two tokens: the first counts", {"json": job("ok", id="two-1"), "token": None,
+                                      "headers": [("Authorization", f"Bearer {BOB}"),
+                                                  ("Authorization", f"Bearer {ALICE}")]}),
 ]
 
 
 def _send(client: Any, case: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
     token = case.get("token", ALICE)
-    headers = auth(token) if token else {}
+    headers: Any = auth(token) if token else {}
     if "ctype" in case:
         headers["content-type"] = case["ctype"]
+    if "headers" in case:
+        headers = [*headers.items(), *case["headers"]]
     r = client.post("/api/v1/jobs", json=case.get("json"), content=case.get("content"), headers=headers)
     body = r.json()
     if r.status_code == 201:
@@ -60,7 +65,8 @@ def test_fast_path_answers_as_the_route_does(tmp_path: Path) -> None:
             assert isinstance(full, BodyLimit) and isinstance(full.app, FastSubmit)
             client = c if way == "fast" else TestClient(BodyLimit(full.app.app, full.limit))
             answers[way] = [(name, *_send(client, case)) for name, case in CASES]
-            assert [r["id"] for r in store.list()] == ["same-1", "same-2"]
+            assert [r["id"] for r in store.list()] == ["same-1", "same-2", "two-1"]
+            assert store.get("two-1")["tenant"] == "bob"
     for fast, route in zip(answers["fast"], answers["route"], strict=True):
         assert fast == route
     codes = {name: code for name, code, _, _ in answers["fast"]}

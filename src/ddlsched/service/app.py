@@ -163,12 +163,13 @@ class FastSubmit:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != SUBMIT_PATH:
             await self.app(scope, receive, send)
             return
-        auth = ctype = b""
-        for k, v in scope["headers"]:
-            if k == b"authorization":
+        auth = ctype = None
+        for k, v in scope["headers"]:  # the first of each, as Starlette's ``headers.get``
+            if k == b"authorization" and auth is None:
                 auth = v
-            elif k == b"content-type":
+            elif k == b"content-type" and ctype is None:
                 ctype = v
+        auth, ctype = auth or b"", ctype or b""
         chunks = []
         while True:
             try:
