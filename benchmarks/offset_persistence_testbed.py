@@ -116,12 +116,8 @@ def predictions(n: int, calibration: dict[str, Any] | None) -> str:
     return "\n".join(lines)
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-
-
 def main() -> None:
-    from ddlsched.testbed.executor import run_schedule
+    from ddlsched.testbed.executor import read_iterations, run_schedule
     from ddlsched.testbed.fabric import scaled_cluster, testbed
     from ddlsched.testbed.scenarios import PHASE_GRAD_MB, PHASE_M0_MS, J, phase_pair, ring, tb32
 
@@ -132,15 +128,23 @@ def main() -> None:
     ap.add_argument("--calibration", default="docs/validation.json",
                     help="A validation report (or calibration file) whose calibration the predictions use.")
     a = ap.parse_args()
+    if a.iterations < 6:
+        ap.error(f"--iterations {a.iterations}: at least 6 (the first windows are iterations 1–5 and 6–20)")
     cal_path = Path(a.calibration)
+    if not cal_path.is_file() and a.calibration != ap.get_default("calibration"):
+        ap.error(f"--calibration {a.calibration}: no such file")
     cal = json.loads(cal_path.read_text()) if cal_path.is_file() else None
     cal = cal.get("calibration", cal) if isinstance(cal, dict) else None
     if a.reuse:
         d = Path(a.reuse)
-        runs = {name: (read_jsonl(d / name / "a.jsonl"), read_jsonl(d / name / "b.jsonl"))
+        files = [d / name / f"{job}.jsonl" for name in ("aligned", "opposite") for job in "ab"]
+        missing = [str(f) for f in [*files, d / "alone" / "a.jsonl"] if not f.is_file()]
+        if missing:
+            ap.error(f"--reuse {a.reuse}: no records at {', '.join(missing)} (the folder a run's --out wrote)")
+        runs = {name: (read_iterations(d / name / "a.jsonl"), read_iterations(d / name / "b.jsonl"))
                 for name in ("aligned", "opposite")}
         n = len(runs["aligned"][0])
-        print(markdown(summarise(runs, read_jsonl(d / "alone" / "a.jsonl"), n)))
+        print(markdown(summarise(runs, read_iterations(d / "alone" / "a.jsonl"), n)))
         used = a.calibration if cal else "none"
         print(f"\npredicted mean iteration over the {n} iterations, s (calibration: {used}):")
         print(predictions(n, cal))

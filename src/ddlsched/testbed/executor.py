@@ -174,7 +174,8 @@ def _write_gate(path: Path, epoch_s: float) -> None:
     tmp.replace(path)
 
 
-def _read_iterations(path: Path) -> list[dict[str, Any]]:
+def read_iterations(path: Path) -> list[dict[str, Any]]:
+    """A worker's per-iteration records (rank 0's JSON lines: iter, start, end, compute_s, comm_s)."""
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
@@ -253,7 +254,7 @@ def run_gated(cluster: Cluster, jobs: Sequence[GatedJob], out_dir: str | Path, *
                         raise TestbedError(f"worker {jid}/rank{r} failed ({p.returncode}):\n{err}")
                 done = out / f"{jid}.jsonl"  # rank 0 writes it (atomically) right after its last iteration
                 if done.exists() or all(p.poll() is not None for p in ps):
-                    ends[jid] = _read_iterations(done)[-1]["end"]
+                    ends[jid] = read_iterations(done)[-1]["end"]
             if time.time() > deadline:
                 raise TestbedError(f"the replay did not finish within {timeout_s:.0f} s "
                                    f"(finished: {sorted(ends)})")
@@ -269,7 +270,7 @@ def run_gated(cluster: Cluster, jobs: Sequence[GatedJob], out_dir: str | Path, *
     worker_cpu = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / (wall * (os.cpu_count() or 1))
     measured: dict[str, JobMeasurement] = {}
     for gj in jobs:
-        recs = _read_iterations(out / f"{gj.job.job_id}.jsonl")
+        recs = read_iterations(out / f"{gj.job.job_id}.jsonl")
         start = recs[0]["start"] - t0
         measured[gj.job.job_id] = JobMeasurement(
             gj.job.job_id, start, recs[-1]["end"] - recs[0]["start"], mean(r["comm_s"] for r in recs),
