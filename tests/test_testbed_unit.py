@@ -112,9 +112,23 @@ def test_evaluate_reports_every_model_and_reuses_saved_runs(tmp_path):
     assert {m for m, _ in rows} == set(PERF_MODELS) | {"maxmin[fairness=flow]", "maxmin[fairness=flow-rtt]",
                                                         "maxmin[fairness=tcp]", "phased[exact]",
                                                         "phased[exact,fairness=tcp]",
-                                                        "phased[exact,fairness=tcp,split]"}
+                                                        "phased[exact,fairness=tcp,split]",
+                                                        "phased_tcp[phase_lock=false]"}
     assert rows[("maxmin", "raw")]["comm_median"] == pytest.approx(abs(1 / 1.1 - 1), rel=1e-6)
     # nic2 and uplink hold no ring held back elsewhere: per-flow sharing gives the per-ring rates
     assert rows[("maxmin[fairness=flow]", "raw")]["comm_median"] == pytest.approx(abs(1 / 1.1 - 1), rel=1e-6)
     assert rows[("maxmin", "raw")]["comm_p90"] == pytest.approx(abs(1 / 1.1 - 1), rel=1e-6)
     assert "`maxmin`" in markdown_table(report) and "nic2" in markdown_detail(report)
+
+
+def test_longer_scenarios_multiply_iterations_only() -> None:
+    from ddlsched.testbed.scenarios import VALIDATION, longer
+
+    assert longer(VALIDATION, 1) == list(VALIDATION)
+    five = longer(VALIDATION[:3], 5)
+    for s, s5 in zip(VALIDATION[:3], five, strict=True):
+        assert s5.name == s.name and "×5" in s5.what
+        assert [(j.job_id, j.gpus, j.start_s, j.compute_ms, j.iters * 5) for j in s.jobs] == \
+            [(j.job_id, j.gpus, j.start_s, j.compute_ms, j.iters) for j in s5.jobs]
+    with pytest.raises(ValueError, match="iterations-scale"):
+        longer(VALIDATION, 0)

@@ -322,14 +322,18 @@ def _calibrate(spec: str, nic_mbit: float, scale: float | None, out: str, keep: 
 @fair_opt
 @cal_repeats_opt
 @val_repeats_opt
+@click.option("--iterations-scale", type=click.IntRange(min=1), default=1, show_default=True,
+              help="run every validation job this many times its iterations (the steady state of long jobs; "
+                   "docs/validation.md, 'Longer jobs'); with --reuse, the factor the saved runs used")
 def validate(spec: str, nic_mbit: float, calibration: str | None, out: str, doc: str | None, only: tuple[str, ...],
-             backend: str, keep: bool, reuse: str | None, fair: int, cal_repeats: int, val_repeats: int) -> None:
+             backend: str, keep: bool, reuse: str | None, fair: int, cal_repeats: int, val_repeats: int,
+             iterations_scale: int) -> None:
     """Calibrate, run the fidelity suite (each scenario --val-repeats times), write the table under --out (and into
     --doc when given), tear down."""
     from ddlsched.testbed.calibrate import load_calibration
-    from ddlsched.testbed.scenarios import VALIDATION
+    from ddlsched.testbed.scenarios import VALIDATION, longer
 
-    scenarios = [s for s in VALIDATION if not only or s.name in only]
+    scenarios = longer([s for s in VALIDATION if not only or s.name in only], iterations_scale)
     if reuse:
         from ddlsched.testbed.calibrate import fit, save_calibration
         from ddlsched.testbed.scenarios import CALIBRATION
@@ -348,10 +352,19 @@ def validate(spec: str, nic_mbit: float, calibration: str | None, out: str, doc:
         if not calibration:
             save_calibration(cal, f"{out}/calibration.json")
         results = load_validation_runs(scenarios, Path(reuse) / "runs")
+        for r in results:
+            for job in r.scenario.jobs:
+                got = len(r.run.jobs[job.job_id].iterations)  # 0: saved without its per-iteration records
+                if got and got != job.iters:
+                    raise click.UsageError(f"--reuse {reuse}: the saved run {r.scenario.name}/{job.job_id} has {got} "
+                                           f"iterations, the scenario {job.iters} at --iterations-scale "
+                                           f"{iterations_scale}: pass the factor the run used")
         click.echo(f"validation: {len(results)} saved runs of {len(scenarios)} scenarios")
     else:
         cal, sc, meta, results = _run_validation(spec, nic_mbit, calibration, out, scenarios, backend, keep, fair,
                                                  cal_repeats, val_repeats)
+    if iterations_scale != 1:
+        meta = {**meta, "iterations_scale": iterations_scale}
     _report(sc, meta, cal, results, out, doc)
 
 

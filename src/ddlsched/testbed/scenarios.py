@@ -12,7 +12,7 @@ At most 16 worker processes run at once (2-core host).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ddlsched.cluster.presets import GPU_TYPES
 from ddlsched.cluster.topology import Cluster, ServerSpec
@@ -195,6 +195,18 @@ def validation_suite(repeats: int = VAL_REPEATS,
         raise ValueError(f"--val-repeats must be ≥ 1, got {repeats}")
     return tuple(s if k == 1 else Scenario(repeat_name(s.name, k), f"{s.what} (repeat {k} of {repeats})", s.jobs)
                  for k in range(1, repeats + 1) for s in scenarios)
+
+
+def longer(scenarios: tuple[Scenario, ...] | list[Scenario], factor: int) -> list[Scenario]:
+    """``scenarios`` with every job running ``factor`` times its iterations (same GPUs, sizes and start times):
+    ``testbed validate --iterations-scale``, for the steady state that trace jobs of thousands of iterations live
+    in rather than the suite's first few iterations (docs/physics.md §15: start offsets last ≈ 5–20 iterations)."""
+    if factor < 1:
+        raise ValueError(f"--iterations-scale must be ≥ 1, got {factor}")
+    if factor == 1:
+        return list(scenarios)
+    return [Scenario(s.name, f"{s.what} (iterations ×{factor})", tuple(replace(j, iters=j.iters * factor)
+                                                                        for j in s.jobs)) for s in scenarios]
 
 
 def tb4() -> Cluster:

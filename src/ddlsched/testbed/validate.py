@@ -195,6 +195,9 @@ EXTRA_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "phased[exact,fairness=tcp]": ("phased", {"exact": True, "fairness": "tcp"}),
     # the same with TCP's uneven split as calibrated noise on the shares (docs/physics.md §14)
     "phased[exact,fairness=tcp,split]": ("phased", {"exact": True, "fairness": "tcp", "split": True}),
+    # phased_tcp as `simulate` runs it: random phases (the replay passes the clock, so plain `phased_tcp` here locks
+    # equal rings to their start offsets: docs/physics.md §15)
+    "phased_tcp[phase_lock=false]": ("phased_tcp", {"phase_lock": False}),
 }
 
 
@@ -318,9 +321,9 @@ def rescore_report(cluster: Cluster, report: Mapping[str, Any], labels: Sequence
     An approximation of :func:`evaluate`, which predicts every run's own schedule and averages; the
     ``check`` entry gives, for the models the report already scored, the largest difference between the
     report's error and the rescored one (percentage points), so the approximation's size is stated beside it."""
-    from ddlsched.testbed.scenarios import VALIDATION
+    from ddlsched.testbed.scenarios import VALIDATION, longer
 
-    by_name = {s.name: s for s in VALIDATION}
+    by_name = {s.name: s for s in longer(VALIDATION, int((report.get("testbed") or {}).get("iterations_scale", 1)))}
     cal = report.get("calibration") or None
     rows: dict[str, list[dict[str, Any]]] = {}
     for r in report["jobs"]:
