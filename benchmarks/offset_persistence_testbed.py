@@ -117,6 +117,7 @@ def predictions(n: int, calibration: dict[str, Any] | None) -> str:
 
 
 def main() -> None:
+    from ddlsched.metrics.manifest import atomic_write_text
     from ddlsched.testbed.executor import read_iterations, run_schedule
     from ddlsched.testbed.fabric import scaled_cluster, testbed
     from ddlsched.testbed.scenarios import PHASE_GRAD_MB, PHASE_M0_MS, J, phase_pair, ring, tb32
@@ -162,7 +163,7 @@ def main() -> None:
                              out / "alone").jobs["a"].iterations
     s = summarise(raw, alone, a.iterations)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(s, indent=1) + "\n")
+    atomic_write_text(out / "summary.json", json.dumps(s, indent=1) + "\n")  # complete or absent
     print(markdown(s))
     print(f"\npredicted mean iteration over the {a.iterations} iterations, s:")
     print(predictions(a.iterations, cal))

@@ -249,3 +249,25 @@ def test_rescore_of_the_published_report_reproduces_its_errors(tmp_path):
     assert {e["model"] for e in scored["summary"]} == {"maxmin", "phased_tcp"}
     bad = CliRunner().invoke(testbed, ["rescore", str(report), "--models", "nope"])
     assert bad.exit_code == 2 and "unknown model" in bad.output
+
+
+def test_cli_reuse_needs_the_iterations_scale_of_the_saved_runs(tmp_path):
+    """The saved 5×-iterations runs (benchmarks/validation_long_results) re-score only with the factor they used;
+    with another one the CLI says which run and how many iterations it has, instead of scoring the wrong schedule."""
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from ddlsched.cli.testbed import testbed
+
+    saved = Path(__file__).resolve().parents[1] / "benchmarks" / "validation_long_results" / "run1"
+    args = ["validate", "--reuse", str(saved), "--calibration", str(saved / "calibration.json"), "--only", "nic1"]
+    wrong = CliRunner().invoke(testbed, [*args, "--out", str(tmp_path / "wrong")])
+    assert wrong.exit_code == 2
+    assert "the saved run nic1/a has 25 iterations, the scenario 5 at --iterations-scale 1" in wrong.output
+    assert not (tmp_path / "wrong" / "fidelity.json").exists()
+    right = CliRunner().invoke(testbed, [*args, "--iterations-scale", "5", "--out", str(tmp_path / "right")])
+    assert right.exit_code == 0, right.output
+    report = json.loads((tmp_path / "right" / "fidelity.json").read_text())
+    assert report["testbed"]["iterations_scale"] == 5
+    assert [r["iters"] for r in report["jobs"]] == [25]
