@@ -1,7 +1,8 @@
 """Every policy on a fixed set of traces × clusters × offered loads, several seeds, with confidence intervals, the
 rank of each policy per cell and whether ``hindsight`` meets its targets there (issue 30; docs/policies/hindsight.md).
 
-A cell is (trace slice, cluster, offered load). The load is reached by scaling the slice's inter-arrival times
+A cell is (trace slice, cluster, offered load); by default each slice runs on the clusters it is sized for (the
+1,494–2,000-job slices on 64, 108 and 256 GPUs, 20,000 Philly jobs on 2,048; ``--clusters`` overrides). The load is reached by scaling the slice's inter-arrival times
 (``load_scale`` = target ÷ the slice's offered load unscaled, Σ GPUs × ideal run time ÷ GPUs × arrival span, measured
 once per slice and cluster with ``fifo+first_fit``). Seeds change the model assigned to jobs of traces without one
 (and the policies' random choices). Per cell and policy: mean and 95 % confidence interval (Student t over seeds) of
@@ -39,21 +40,40 @@ TRACES = ROOT / "data" / "traces"
 
 @dataclass(frozen=True)
 class Slice:
-    """A fixed piece of a bundled trace: the first ``jobs`` jobs (of ``window``, if given)."""
+    """A fixed piece of a bundled trace: the first ``jobs`` jobs (of ``window``, if given), loaded with ``options``
+    (the loader's trace options, as ``ddlsched simulate --trace-option``)."""
 
     name: str
     path: str
     jobs: int
     window: str | None = None
+    options: tuple[tuple[str, Any], ...] = ()
+    clusters: tuple[str, ...] | None = None  # the default clusters it runs on (None: the suite's list)
+
+    def trace_options(self) -> dict[str, Any] | None:
+        return dict(self.options) or None
 
 
+SMALL = ("n8g8", "rack256", "gavel_hetero")  # 64, 256 and 108 GPUs (one type; one type; V100/P100/K80)
 SLICES = {
-    "philly-w": Slice("philly-w", "philly_pollux/philly.csv", 2000, "66.75d:78.5d"),  # users = Philly VCs
-    "gavel-6214e9": Slice("gavel-6214e9", "gavel_philly_vc/seed0/6214e9.trace", 2000),  # model names
-    "muri-1": Slice("muri-1", "muri/trace1.csv", 1494),  # model names, 1–32 GPUs
-    "elasticflow": Slice("elasticflow", "elasticflow_philly/philly_103959.csv", 876),
+    "philly-w": Slice("philly-w", "philly_pollux/philly.csv", 2000, "66.75d:78.5d", clusters=SMALL),  # users: VCs
+    "gavel-6214e9": Slice("gavel-6214e9", "gavel_philly_vc/seed0/6214e9.trace", 2000, clusters=SMALL),  # model names
+    "muri-1": Slice("muri-1", "muri/trace1.csv", 1494, clusters=SMALL),  # model names, 1–32 GPUs
+    "elasticflow": Slice("elasticflow", "elasticflow_philly/philly_103959.csv", 876, clusters=SMALL),
+    # Tiresias' duration list: 1-GPU jobs, no arrivals in the file (sorted by duration): seeded Poisson arrivals
+    # handed to the rows in a seeded order (the rate only sets the unscaled load; the cell's load scale does the rest),
+    # hashed models
+    "tiresias-yarn": Slice("tiresias-yarn", "tiresias/yarn-gput5000.csv", 2000,
+                           options=(("arrival_rate_per_s", 0.01), ("shuffle", True)), clusters=SMALL),
+    # Sia's Helios-Saturn-derived workload at its highest arrival rate (400 jobs; durations from GPU-hours)
+    "sia-saturn": Slice("sia-saturn", "sia_workloads/scale/rate_50/workload-1.csv", 400, clusters=SMALL),
+    # 2,048 GPUs need a trace of that scale for a steady load: 20,000 Philly jobs from the same window's start
+    "philly-20k": Slice("philly-20k", "philly_pollux/philly.csv", 20000, "66.75d:400d", clusters=("philly2048",)),
 }
-FULL = {"slices": ["philly-w", "gavel-6214e9", "muri-1", "elasticflow"], "clusters": ["rack256", "gavel_hetero"],
+# not in the default: tiresias-yarn (its durations' top 1 % holds 57–68 % of the GPU-time and outlasts the arrival
+# span, so at offered load ≤ 0.9 nothing ever queues and every policy gives the same JCTs; docs/policies/hindsight.md)
+FULL = {"slices": ["philly-w", "gavel-6214e9", "muri-1", "elasticflow", "sia-saturn", "philly-20k"],
+        "clusters": ["n8g8", "rack256", "gavel_hetero", "philly2048"],
         "loads": [0.5, 0.7, 0.9], "seeds": [0, 1, 2]}
 QUICK = {"slices": ["quick"], "clusters": ["n8g8"], "loads": [0.9], "seeds": [0, 1]}
 SLICES["quick"] = Slice("quick", "elasticflow_philly/philly_103959.csv", 300)
@@ -104,7 +124,7 @@ def offered_unscaled(sl: Slice, cluster: str) -> float:
     import ddlsched
 
     r = ddlsched.simulate(TRACES / sl.path, cluster, "fifo+first_fit", max_jobs=sl.jobs, window=sl.window,
-                          timeseries=False)
+                          trace_options=sl.trace_options(), timeseries=False)
     return float(r.summary["offered_load"])
 
 
@@ -119,7 +139,8 @@ def run_one(name: str, sl: Slice, cluster: str, scale: float, seed: int, limit: 
     signal.setitimer(signal.ITIMER_REAL, limit)
     try:
         r = ddlsched.simulate(TRACES / sl.path, cluster, base, policy_params=params, max_jobs=sl.jobs,
-                              window=sl.window, load_scale=scale, seed=seed, timeseries=False)
+                              window=sl.window, load_scale=scale, seed=seed, trace_options=sl.trace_options(),
+                              timeseries=False)
     except Cut:
         return {"status": f"timeout > {limit:g} s"}
     except DdlschedError as e:
@@ -344,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     for sl_name in slices:
         sl = SLICES[sl_name]
         for cluster in clusters:
+            if not a.clusters and sl.clusters is not None and cluster not in sl.clusters:
+                continue  # the default pairs each slice with the clusters it is sized for
             offered = offered_unscaled(sl, cluster)
             for load in loads:
                 scale = load / offered
@@ -365,7 +388,8 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"{sl_name}/{cluster}/{load} {p} seed {seed}: {row['status']} "
                               f"avg JCT {row.get('avg_jct_s', math.nan) / 3600:.3f} h ({row.get('wall_s', '-')} s)",
                               flush=True)
-    chosen = {(s, c, x) for s in slices for c in clusters for x in loads}
+    chosen = {(s, c, x) for s in slices for c in clusters for x in loads
+              if a.clusters or SLICES[s].clusters is None or c in SLICES[s].clusters}
     rows = aggregate([r for r in runs if (r["slice"], r["cluster"], r["load"]) in chosen and r["policy"] in policies
                       and r["seed"] in seeds])
     write_csv(rows, out / "cells.csv")

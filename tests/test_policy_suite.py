@@ -39,3 +39,23 @@ def test_bad_flags_exit_2(tmp_path: Path) -> None:
         with pytest.raises(SystemExit) as e:
             suite.main([*argv, "--out", str(tmp_path)])
         assert e.value.code == 2
+
+
+def test_default_cells_pair_each_slice_with_its_clusters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --clusters a slice runs only on the clusters it is sized for; its trace options reach the loader."""
+    import json
+
+    suite = load_benchmark("policy_suite")
+    tiny = suite.Slice("tiny", "tiresias/yarn-gput1000.csv", 40,
+                       options=(("arrival_rate_per_s", 0.01), ("shuffle", True)), clusters=("n8g8",))
+    monkeypatch.setitem(suite.SLICES, "tiny", tiny)
+    monkeypatch.setattr(suite, "FULL", {"slices": ["tiny"], "clusters": ["n8g8", "rack256"], "loads": [0.9],
+                                        "seeds": [0]})
+    assert suite.main(["--policies", "fifo+consolidated", "--out", str(tmp_path)]) == 0
+    runs = [json.loads(x) for x in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert [(r["cluster"], r["jobs"], r["status"]) for r in runs] == [("n8g8", 40, "ok")]
+    # the options are used: without them every job of the list arrives at 0 (no span, no offered load to scale)
+    assert runs[0]["load_scale"] > 0 and math.isfinite(runs[0]["load_scale"])
+    assert suite.main(["--policies", "fifo+consolidated", "--clusters", "rack256", "--out", str(tmp_path)]) == 0
+    runs = [json.loads(x) for x in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert [r["cluster"] for r in runs] == ["n8g8", "rack256"]  # an explicit --clusters runs what it names

@@ -153,6 +153,25 @@ def test_tiresias_duration_lists() -> None:
     assert any("Poisson" in note for note in a.notes)
 
 
+def test_tiresias_duration_list_shuffled() -> None:
+    """The lists are sorted by duration; ``shuffle`` hands the same Poisson times to the rows in a seeded order."""
+    path = ROOT / "tiresias" / "yarn-gput1000.csv"
+    plain = load_trace(path, arrival_rate_per_s=0.01, seed=3)
+    a = load_trace(path, arrival_rate_per_s=0.01, seed=3, shuffle=True)
+    assert a.jobs == load_trace(path, arrival_rate_per_s=0.01, seed=3, shuffle=True).jobs
+    assert sorted(j.arrival_s for j in a.jobs) == [j.arrival_s for j in plain.jobs]
+    assert sorted(j.job_id for j in a.jobs) == sorted(j.job_id for j in plain.jobs)
+    durations = [j.duration_s for j in a.jobs]  # in arrival order: no longer sorted
+    assert durations != sorted(durations) and [j.duration_s for j in plain.jobs] == sorted(durations)
+    other = load_trace(path, arrival_rate_per_s=0.01, seed=4, shuffle=True)
+    assert [j.job_id for j in other.jobs] != [j.job_id for j in a.jobs]
+    assert any("shuffle" in note for note in a.notes)
+    with pytest.raises(InputError, match="shuffle needs arrival_rate_per_s"):
+        load_trace(path, shuffle=True)
+    with pytest.raises(InputError, match="shuffle must be true or false"):
+        load_trace(path, arrival_rate_per_s=0.01, shuffle="yes")
+
+
 # ---- detection ------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("rel", "fmt"), [
