@@ -2,13 +2,16 @@
 rank of each policy per cell and whether ``hindsight`` meets its targets there (issue 30; docs/policies/hindsight.md).
 
 A cell is (trace slice, cluster, offered load); by default each slice runs on the clusters it is sized for (the
-1,494–2,000-job slices on 64, 108 and 256 GPUs, 20,000 Philly jobs on 2,048; ``--clusters`` overrides). The load is reached by scaling the slice's inter-arrival times
-(``load_scale`` = target ÷ the slice's offered load unscaled, Σ GPUs × ideal run time ÷ GPUs × arrival span, measured
-once per slice and cluster with ``fifo+first_fit``). Seeds change the model assigned to jobs of traces without one
+400–2,000-job slices on 64, 108 and 256 GPUs, 20,000 Philly jobs on 2,048; ``--clusters`` overrides). The load
+is reached by scaling the slice's inter-arrival times (``load_scale`` = target ÷ the slice's offered load
+unscaled, Σ GPUs × ideal run time ÷ GPUs × arrival span, measured once per slice and cluster with
+``fifo+first_fit``). Seeds change the model assigned to jobs of traces without one
 (and the policies' random choices). Per cell and policy: mean and 95 % confidence interval (Student t over seeds) of
 avg JCT, p99 JCT, makespan and max slowdown (JCT ÷ ideal run time); rank by mean avg JCT; the policy's
-``clairvoyant`` flag; for ``hindsight`` the predictor's median |predicted − actual| / actual and the worst tenant's
-average slowdown.
+``clairvoyant`` flag and execution model; for ``hindsight`` the predictor's median |predicted − actual| / actual and
+the worst tenant's average slowdown. The verdict is given against every policy and, where that field's best differ,
+against the policies of hindsight's own execution model (``fluid``): the ``rounds`` model (Hare's policies) lets a
+job's tasks share fewer GPUs than it asks for, so the same job has a shorter ideal run there (docs/engine.md).
 
 Targets (cells at offered load ≥ 0.7): hindsight's avg JCT ≥ 10 % below the best non-clairvoyant seed policy and
 within 10 % of the best clairvoyant one. Policies whose ``paper_scale_jobs`` is below a cell's jobs are skipped
@@ -105,6 +108,15 @@ def clairvoyant(name: str) -> bool | None:
     return flag(base, params)
 
 
+def execution_model(name: str) -> str:
+    """The execution model the policy runs in (``fluid``: a job is a fixed gang of its GPUs; ``rounds``: Hare's
+    model, whose jobs' tasks may share fewer GPUs, so its ideal run times are shorter; docs/engine.md)."""
+    from ddlsched.policies import make_policy
+
+    base, params = resolve(name)
+    return str(make_policy(base, params).requirements.model)
+
+
 def paper_scale(name: str) -> int | None:
     from ddlsched.policies import make_policy
 
@@ -192,6 +204,7 @@ def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             ok = [r for r in rs if r["status"] == "ok"]
             row: dict[str, Any] = {"slice": sl, "cluster": cl, "load": load, "policy": pol,
                                    "clairvoyant": rs[0]["clairvoyant"], "seeds": len(ok),
+                                   "model": rs[0].get("model") or execution_model(pol),
                                    "status": "ok" if len(ok) == len(rs) else rs[[r["status"] for r in rs].index(
                                        next(r["status"] for r in rs if r["status"] != "ok"))]["status"]}
             for m in METRICS:
@@ -212,17 +225,36 @@ def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         seer = [r for r in seeds if r["clairvoyant"] is True]
         for r in cell:
             r.setdefault("rank", "")
-            r["target"] = ""
+            r["target"] = r["target_same_model"] = ""
         if ours is not None and blind and seer:
-            b, c = blind[0], seer[0]
-            vs_blind = ours["avg_jct_s"] / b["avg_jct_s"] - 1
-            vs_seer = ours["avg_jct_s"] / c["avg_jct_s"] - 1
-            met = vs_blind <= -0.10 and vs_seer <= 0.10
-            ours["target"] = (f"{'MET' if met else 'missed'}{'' if load >= 0.7 else ' (load < 0.7: not judged)'}: "
-                              f"{vs_blind:+.1%} vs best non-clairvoyant {b['policy']}, "
-                              f"{vs_seer:+.1%} vs best clairvoyant {c['policy']}")
+            ours["target"] = verdict(ours, blind, seer, load)
+            same = [r for r in seeds if r["model"] == ours["model"]]
+            sb, sc = [r for r in same if r["clairvoyant"] is False], [r for r in same if r["clairvoyant"] is True]
+            if sb and sc and (sb[0] is not blind[0] or sc[0] is not seer[0]):
+                ours["target_same_model"] = verdict(ours, sb, sc, load)
         rows.extend(sorted(cell, key=lambda r: (r["rank"] == "", r["rank"] or 0, r["policy"])))
     return rows
+
+
+def verdict(ours: dict[str, Any], blind: list[dict[str, Any]], seer: list[dict[str, Any]], load: float) -> str:
+    """The target against the best (first) of ``blind`` (non-clairvoyant) and of ``seer`` (clairvoyant)."""
+    b, c = blind[0], seer[0]
+    vs_blind = ours["avg_jct_s"] / b["avg_jct_s"] - 1
+    vs_seer = ours["avg_jct_s"] / c["avg_jct_s"] - 1
+    met = vs_blind <= -0.10 and vs_seer <= 0.10
+    return (f"{'MET' if met else 'missed'}{'' if load >= 0.7 else ' (load < 0.7: not judged)'}: "
+            f"{vs_blind:+.1%} vs best non-clairvoyant {b['policy']}, {vs_seer:+.1%} vs best clairvoyant {c['policy']}")
+
+
+def target(ours: dict[str, Any]) -> str:
+    """The verdict against every policy, and against the policies of hindsight's execution model where that
+    field's best differ."""
+    same = ours.get("target_same_model")
+    return (ours["target"] or "-") + (f"; among {ours['model']}-model policies: {same}" if same else "")
+
+
+def label(r: dict[str, Any]) -> str:
+    return r["policy"] + ("" if r.get("model", "fluid") == "fluid" else f" ({r['model']} model)")
 
 
 def _h(x: Any, ci: Any = None) -> str:
@@ -249,8 +281,8 @@ def markdown(rows: list[dict[str, Any]], command: str) -> str:
             err, bias, cov = (ours.get(k) for k in ("predictor_err", "predictor_bias", "predictor_coverage"))
             calib = f" ({bias:+.2f}, {cov:.2f})" if isinstance(bias, float) and isinstance(cov, float) else ""
             summary.append(f"| {sl} / {cl} / {load} | {ours['rank']} of {sum(1 for r in rs if r['rank'] != '')} | "
-                           f"{ours['target'] or '-'} | {err:.2f}{calib} |" if isinstance(err, float) else
-                           f"| {sl} / {cl} / {load} | {ours['rank']} | {ours['target'] or '-'} | - |")
+                           f"{target(ours)} | {err:.2f}{calib} |" if isinstance(err, float) else
+                           f"| {sl} / {cl} / {load} | {ours['rank']} | {target(ours)} | - |")
             summary[-1] += f" {_h(oracle['avg_jct_s']) if oracle else '-'} |"
             las = next((r for r in rs if r["policy"] == "tiresias+consolidated" and r["rank"] != ""), None)
             summary[-1] += (f" {ours['p99_jct_s'] / las['p99_jct_s'] - 1:+.1%} | {ours['max_slowdown']:.1f} "
@@ -263,11 +295,11 @@ def markdown(rows: list[dict[str, Any]], command: str) -> str:
         for r in rs:
             ms = r["max_slowdown"]
             wt = r.get("worst_tenant_slowdown")
-            out.append(f"| {r['rank']} | {r['policy']} | {'yes' if r['clairvoyant'] else 'no'} | "
+            out.append(f"| {r['rank']} | {label(r)} | {'yes' if r['clairvoyant'] else 'no'} | "
                        f"{_h(r['avg_jct_s'], r['avg_jct_s_ci'])} | {_h(r['p99_jct_s'], r['p99_jct_s_ci'])} | "
                        f"{_h(r['makespan_s'], r['makespan_s_ci'])} | "
                        f"{ms:.1f} | {wt:.2f} |".replace("nan", "-") if isinstance(wt, float) else
-                       f"| {r['rank']} | {r['policy']} | {'yes' if r['clairvoyant'] else 'no'} | "
+                       f"| {r['rank']} | {label(r)} | {'yes' if r['clairvoyant'] else 'no'} | "
                        f"{_h(r['avg_jct_s'], r['avg_jct_s_ci'])} | {_h(r['p99_jct_s'], r['p99_jct_s_ci'])} | "
                        f"{_h(r['makespan_s'], r['makespan_s_ci'])} | {ms:.1f} | - |".replace("nan", "-"))
             pre, wall = r.get("preemptions"), r.get("wall_s")
@@ -313,7 +345,7 @@ def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
     cols = ["slice", "cluster", "load", "policy", "clairvoyant", "rank", "seeds", "status"]
     cols += [c for m in METRICS for c in (m, m + "_ci")]
     cols += ["predictor_err", "predictor_bias", "predictor_coverage", "worst_tenant_slowdown", "preemptions", "wall_s",
-             "target"]
+             "model", "target", "target_same_model"]
     tmp = path.with_suffix(".tmp")
     with tmp.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
@@ -361,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = [json.loads(x) for x in log.read_text().splitlines() if x.strip()] if log.exists() else []
     have = {(r["slice"], r["cluster"], r["load"], r["policy"], r["seed"]) for r in runs}
     flags = {p: clairvoyant(p) for p in policies}
+    models = {p: execution_model(p) for p in policies}
     limits = {p: paper_scale(p) for p in policies}
     for sl_name in slices:
         sl = SLICES[sl_name]
@@ -381,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
                             continue
                         row = run_one(p, sl, cluster, scale, seed, a.timeout)
                         row.update(dict(zip(("slice", "cluster", "load", "policy", "seed"), key, strict=True)),
-                                   clairvoyant=flags[p], load_scale=round(scale, 4))
+                                   clairvoyant=flags[p], model=models[p], load_scale=round(scale, 4))
                         runs.append(row)
                         with log.open("a") as f:
                             f.write(json.dumps(row) + "\n")

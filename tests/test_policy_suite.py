@@ -59,3 +59,26 @@ def test_default_cells_pair_each_slice_with_its_clusters(tmp_path: Path, monkeyp
     assert suite.main(["--policies", "fifo+consolidated", "--clusters", "rack256", "--out", str(tmp_path)]) == 0
     runs = [json.loads(x) for x in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert [r["cluster"] for r in runs] == ["n8g8", "rack256"]  # an explicit --clusters runs what it names
+
+
+def test_verdict_among_the_same_execution_model() -> None:
+    """A rounds-model policy best in the cell: the verdict against every policy, and one against the fluid-model
+    field (hindsight's own), both computed from the runs."""
+    suite = load_benchmark("policy_suite")
+    cell = {"slice": "s", "cluster": "c", "load": 0.9, "seed": 0, "status": "ok", "p99_jct_s": 1.0,
+            "makespan_s": 1.0, "max_slowdown": 1.0}
+    runs = [{**cell, "policy": p, "avg_jct_s": jct, "clairvoyant": seer, "model": model}
+            for p, jct, seer, model in [("hindsight", 80.0, False, "fluid"), ("hlas", 50.0, False, "rounds"),
+                                        ("hare-offline", 48.0, True, "rounds"),
+                                        ("tiresias+consolidated", 100.0, False, "fluid"),
+                                        ("srtf+consolidated", 75.0, True, "fluid")]]
+    rows = suite.aggregate(runs)
+    ours = next(r for r in rows if r["policy"] == "hindsight")
+    assert ours["target"] == "missed: +60.0% vs best non-clairvoyant hlas, +66.7% vs best clairvoyant hare-offline"
+    assert ours["target_same_model"] == ("MET: -20.0% vs best non-clairvoyant tiresias+consolidated, +6.7% vs best "
+                                         "clairvoyant srtf+consolidated")
+    md = suite.markdown(rows, "cmd")
+    assert "among fluid-model policies: MET" in md and "hlas (rounds model)" in md
+    # one model in the field: no second verdict
+    rows = suite.aggregate([r for r in runs if r["model"] == "fluid"])
+    assert next(r for r in rows if r["policy"] == "hindsight")["target_same_model"] == ""
