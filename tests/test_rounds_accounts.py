@@ -1,5 +1,6 @@
 """Rounds model: the accounts close (run = ideal + causes, every cause ≥ 0) for relaxed-sync policies on jobs of
-1–64 GPUs lasting from seconds to weeks, on clusters smaller than the largest job (issue 30: ``hare-offline``,
+1–64 GPUs lasting from seconds to weeks, on clusters smaller than the largest job, and on the bundled slice that once
+stopped ``hlas``, ``hare-offline`` and ``hare-alg1`` (issue 30: ``hare-offline``,
 ``hare-alg1`` and ``sched-homo`` once stopped with "accounts do not close" on such a trace)."""
 
 from __future__ import annotations
@@ -87,3 +88,16 @@ def test_seconds_to_weeks_and_1_to_64_gpus_accounts_close(case: tuple[Cluster, l
     for rec in r.records:
         assert all(rec[c] >= 0 for c in CAUSES)
         assert rec["run_s"] >= rec["ideal_run_s"] * (1 - 1e-9)
+
+
+def test_bundled_slice_that_stopped_hlas_closes() -> None:
+    """The case found by the policy suite (ElasticFlow's Philly VC, 876 jobs, rack256, offered load 0.9): a 16-day
+    job's switching and sharing, each below the accounting tolerance, were zeroed together and the run stopped with
+    "accounts do not close" (tests/test_records.py has the record-level case)."""
+    from pathlib import Path
+
+    import ddlsched
+
+    trace = Path(__file__).resolve().parents[1] / "data" / "traces" / "elasticflow_philly" / "philly_103959.csv"
+    r = ddlsched.simulate(trace, "rack256", "hlas", max_jobs=876, load_scale=6.3424, timeseries=False)
+    assert r.summary["jobs_completed"] == 876
