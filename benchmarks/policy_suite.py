@@ -364,6 +364,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default="")
     ap.add_argument("--timeout", type=float, default=300.0, help="wall-clock limit per run, seconds")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "policy_suite"))
+    ap.add_argument("--tabulate", action="store_true",
+                    help="write the tables from --out's runs.jsonl and run nothing: every cell it holds, or those "
+                         "--slices/--clusters/--loads/--seeds/--policies select")
     a = ap.parse_args(argv)
     base = QUICK if a.quick else FULL
 
@@ -391,6 +394,13 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     log = out / "runs.jsonl"
     runs = [json.loads(x) for x in log.read_text().splitlines() if x.strip()] if log.exists() else []
+    if a.tabulate:
+        chosen_runs = [r for r in runs if (not a.slices or r["slice"] in slices)
+                       and (not a.clusters or r["cluster"] in clusters) and (not a.loads or r["load"] in loads)
+                       and (not a.seeds or r["seed"] in seeds) and (not a.policies or r["policy"] in policies)]
+        if not chosen_runs:
+            ap.error(f"--tabulate: no saved run in {log} matches")
+        return write_tables(chosen_runs, out, argv)
     have = {(r["slice"], r["cluster"], r["load"], r["policy"], r["seed"]) for r in runs}
     flags = {p: clairvoyant(p) for p in policies}
     models = {p: execution_model(p) for p in policies}
@@ -423,12 +433,19 @@ def main(argv: list[str] | None = None) -> int:
                               flush=True)
     chosen = {(s, c, x) for s in slices for c in clusters for x in loads
               if a.clusters or SLICES[s].clusters is None or c in SLICES[s].clusters}
-    rows = aggregate([r for r in runs if (r["slice"], r["cluster"], r["load"]) in chosen and r["policy"] in policies
-                      and r["seed"] in seeds])
+    return write_tables([r for r in runs if (r["slice"], r["cluster"], r["load"]) in chosen
+                         and r["policy"] in policies and r["seed"] in seeds], out, argv)
+
+
+def write_tables(runs: list[dict[str, Any]], out: Path, argv: list[str] | None) -> int:
+    """cells.csv, suite.md and suite.png in ``out`` from ``runs``; the table is printed too."""
+    rows = aggregate(runs)
     write_csv(rows, out / "cells.csv")
     command = "python benchmarks/policy_suite.py " + " ".join(sys.argv[1:] if argv is None else argv)
     md = markdown(rows, command.strip())
-    (out / "suite.md").write_text(md + "\n")
+    tmp = out / "suite.md.tmp"
+    tmp.write_text(md + "\n")
+    tmp.replace(out / "suite.md")
     plot(rows, out / "suite.png")
     print(md)
     return 0

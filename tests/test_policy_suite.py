@@ -82,3 +82,24 @@ def test_verdict_among_the_same_execution_model() -> None:
     # one model in the field: no second verdict
     rows = suite.aggregate([r for r in runs if r["model"] == "fluid"])
     assert next(r for r in rows if r["policy"] == "hindsight")["target_same_model"] == ""
+
+
+def test_tabulate_runs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--tabulate writes the tables of every saved cell and runs nothing; with no saved run it exits 2."""
+    import json
+
+    suite = load_benchmark("policy_suite")
+    with pytest.raises(SystemExit) as e:
+        suite.main(["--tabulate", "--out", str(tmp_path)])
+    assert e.value.code == 2
+    cell = {"slice": "s", "cluster": "c", "load": 0.9, "seed": 0, "status": "ok", "p99_jct_s": 1.0,
+            "makespan_s": 1.0, "max_slowdown": 1.0, "model": "fluid"}
+    runs = [{**cell, "policy": p, "avg_jct_s": jct, "clairvoyant": seer}
+            for p, jct, seer in [("hindsight", 80.0, False), ("tiresias+consolidated", 100.0, False),
+                                 ("srtf+consolidated", 75.0, True)]]
+    (tmp_path / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    monkeypatch.setattr(suite, "run_one", lambda *a: pytest.fail("--tabulate ran a policy"))
+    assert suite.main(["--tabulate", "--out", str(tmp_path)]) == 0
+    rows = list(csv.DictReader((tmp_path / "cells.csv").open()))
+    assert [r["policy"] for r in rows] == ["srtf+consolidated", "hindsight", "tiresias+consolidated"]
+    assert "MET: -20.0% vs best non-clairvoyant tiresias+consolidated" in (tmp_path / "suite.md").read_text()
