@@ -44,7 +44,7 @@ TRACES = ROOT / "data" / "traces"
 @dataclass(frozen=True)
 class Slice:
     """A fixed piece of a bundled trace: the first ``jobs`` jobs (of ``window``, if given), loaded with ``options``
-    (the loader's trace options, as ``ddlsched simulate --trace-option``)."""
+    (the loader's options: ``trace_options=`` of ``ddlsched.simulate``)."""
 
     name: str
     path: str
@@ -74,7 +74,7 @@ SLICES = {
     "philly-20k": Slice("philly-20k", "philly_pollux/philly.csv", 20000, "66.75d:400d", clusters=("philly2048",)),
 }
 # not in the default: tiresias-yarn (its durations' top 1 % holds 57–68 % of the GPU-time and outlasts the arrival
-# span, so at offered load ≤ 0.9 nothing ever queues and every policy gives the same JCTs; docs/policies/hindsight.md)
+# span, so at offered load ≤ 0.9 nothing ever queues and every policy gives the same JCTs; BENCHMARKS.md)
 FULL = {"slices": ["philly-w", "gavel-6214e9", "muri-1", "elasticflow", "sia-saturn", "philly-20k"],
         "clusters": ["n8g8", "rack256", "gavel_hetero", "philly2048"],
         "loads": [0.5, 0.7, 0.9], "seeds": [0, 1, 2]}
@@ -114,7 +114,10 @@ def execution_model(name: str) -> str:
     from ddlsched.policies import make_policy
 
     base, params = resolve(name)
-    return str(make_policy(base, params).requirements.model)
+    try:
+        return str(make_policy(base, params).requirements.model)
+    except Exception:  # a saved run of a policy that cannot be built here (a plug-in not loaded): a table's label
+        return "?"
 
 
 def paper_scale(name: str) -> int | None:
