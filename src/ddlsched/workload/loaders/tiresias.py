@@ -27,7 +27,8 @@ def load_tiresias(path: str | Path, *, skip_invalid: bool = False, seed: int = 0
       ``arrival_rate_per_s`` is given (then a Poisson process drawn from ``random.Random(seed)``), and models come
       from ``model_mix`` by hash(seed, job_id). The bundled lists are sorted by duration, so arrivals in file
       order make every queue shortest-first: ``shuffle=True`` gives the Poisson arrivals to the rows in an order
-      drawn from ``random.Random(seed + 1)`` (needs ``arrival_rate_per_s``). All of this is written into ``Trace.notes``.
+      drawn from ``random.Random(seed + 1)`` (needs ``arrival_rate_per_s``). All of this is written into
+      ``Trace.notes``.
     """
     p = check_file(path)
     rows = read_rows(p)
