@@ -340,8 +340,10 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
             ax.invert_yaxis()
             ax.set_title(f"{title}: {m}", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
+    tmp = path.with_name(path.name + ".tmp")
+    fig.savefig(tmp, dpi=80, format="png")
     plt.close(fig)
+    tmp.replace(path)  # complete or absent
 
 
 def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
