@@ -35,8 +35,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf.base import IterationTime, PerfModel, Placement
+from ddlsched.perf.duty_kernel import DutyBatches, leave_one_out
 from ddlsched.perf.phased_exact import PhasedJob, maxmin_rates, phased_job
 
 _REL_TOL = 1e-9
@@ -59,52 +62,30 @@ def expected_inverse(own: float, others: Sequence[tuple[float, float]]) -> float
 
 
 def leave_one_out_inverse(ms: Sequence[int], ds: Sequence[float]) -> list[float]:
-    """For every k: E[1 / (m_k + Σ_{i≠k} m_i X_i)], X_i ~ Bernoulli(d_i), in O(n·W) (W = Σ m_i).
+    """For every k: E[1 / (m_k + Σ_{i≠k} m_i X_i)], X_i ~ Bernoulli(d_i), integer loads m_i ≥ 1 (exact
+    Gauss–Legendre quadrature of its integral form, :mod:`ddlsched.perf.duty_kernel`)."""
+    return leave_one_out(ms, ds)
 
-    Builds the distribution P of Σ m_i X_i over all jobs once, then divides out job k's factor
-    ``(1 − d_k) + d_k z^{m_k}``: from the bottom when d_k ≤ ½, from the top otherwise, so the recursion is
-    contractive (factor d/(1−d) or (1−d)/d ≤ 1) and rounding errors do not grow."""
-    total = sum(ms)
-    dist = [0.0] * (total + 1)
-    dist[0] = 1.0
-    top = 0
-    for m, d in zip(ms, ds, strict=True):
-        for w in range(top, -1, -1):
-            p = dist[w]
-            if p:
-                dist[w] = p * (1.0 - d)
-                dist[w + m] += p * d
-        top += m
-    out: list[float] = []
-    for m, d in zip(ms, ds, strict=True):
-        n = total - m  # degree of the quotient
-        q = [0.0] * (n + 1)
-        acc = 0.0  # Σ_w q[w] / (m + w), summed in increasing w (the order ``sum`` would use)
-        if d <= 0.5:
-            a = 1.0 - d
-            for w in range(min(m, n + 1)):
-                v = dist[w]
-                if v > 0.0:
-                    p = v / a
-                    q[w] = p
-                    acc += p / (m + w)
-            for w in range(m, n + 1):
-                v = dist[w] - d * q[w - m]
-                if v > 0.0:
-                    p = v / a
-                    q[w] = p
-                    acc += p / (m + w)
-        else:
-            b = 1.0 - d
-            for w in range(n, -1, -1):
-                v = dist[w + m] - (b * q[w + m] if w + m <= n else 0.0)
-                q[w] = v / d if v > 0.0 else 0.0
-            for w in range(n + 1):
-                p = q[w]
-                if p:
-                    acc += p / (m + w)
-        out.append(acc)
-    return out
+
+def duty_fixed_point(jobs: Sequence[PhasedJob], batches: DutyBatches) -> np.ndarray:
+    """The rates r̄ of ``jobs`` (in order) at the fixed point ``d → r̄ → τ → d``, from the alone rates: each round
+    every ring's duty cycle ``d = τ / T`` at its current rate, then its rate the smallest share over its links
+    (never above alone); stops at a relative change of at most 1e-9 or after 200 rounds."""
+    v = np.array([j.bytes_per_hop for j in jobs])
+    c = np.array([j.compute_s for j in jobs])
+    h = np.array([j.hidden_s for j in jobs])
+    lat = np.array([j.latency_s for j in jobs])
+    alone = np.array([j.alone_rate for j in jobs])
+    rate = alone
+    for _ in range(_MAX_ROUNDS):
+        tau = v / rate
+        duty = tau / (c - h + np.maximum(h, tau + lat))
+        new = np.minimum(alone, batches.shares(duty))
+        moved = float(np.max(np.abs(new - rate) / rate))
+        rate = new
+        if moved <= _REL_TOL:
+            break
+    return rate
 
 
 class PhasedContention(PerfModel):
@@ -211,29 +192,16 @@ class PhasedContention(PerfModel):
         """Fixed point of the duty cycles over one component; returns r̄_j (bytes/s per hop)."""
         jobs = {k: self._jobs[k] for k in sorted(comp)}
         links = sorted({lid for j in jobs.values() for lid in j.use if self._binding(lid)})
-        rate = {k: j.alone_rate for k, j in jobs.items()}
         if not links:
-            return rate
-        for _ in range(_MAX_ROUNDS):
-            duty = {}
-            for k, j in jobs.items():
-                tau = j.bytes_per_hop / rate[k]
-                duty[k] = tau / j.iteration(tau + j.latency_s)
-            new = {k: j.alone_rate for k, j in jobs.items()}
-            for lid in links:
-                on = sorted(self._link_jobs[lid])
-                cap = self._cap[lid]
-                inv = leave_one_out_inverse([jobs[k].use[lid] for k in on], [duty[k] for k in on])
-                for k, e in zip(on, inv, strict=True):
-                    share = cap * e
-                    if share < new[k]:
-                        new[k] = share
-            moved = max(abs(new[k] - rate[k]) / rate[k] for k in jobs)
-            rate = new
-            if moved <= _REL_TOL:
-                break
+            return {k: j.alone_rate for k, j in jobs.items()}
+        pos = {k: i for i, k in enumerate(jobs)}
+        per_link = []
+        for lid in links:
+            on = sorted(self._link_jobs[lid])
+            per_link.append(([pos[k] for k in on], [jobs[k].use[lid] for k in on], [self._cap[lid]] * len(on), False))
+        rate = duty_fixed_point(list(jobs.values()), DutyBatches(len(jobs), per_link))
         floor = maxmin_rates(list(jobs.values()), self._cap)
-        return {k: max(r, floor[k]) for k, r in rate.items()}
+        return {k: max(float(r), floor[k]) for k, r in zip(jobs, rate, strict=True)}
 
     def _recompute(self, comp: set[str]) -> dict[str, IterationTime]:
         rates = self.solve(comp)

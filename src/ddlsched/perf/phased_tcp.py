@@ -37,14 +37,15 @@ from typing import Any
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf.base import IterationTime
+from ddlsched.perf.duty_kernel import EXACT_SETS_MAX, DutyBatches, leave_one_out
 from ddlsched.perf.phase_lock import LOCK_MAX, equal_periods, locked_iterations, rate_for_iteration
-from ddlsched.perf.phased import _MAX_ROUNDS, _REL_TOL, PhasedContention, leave_one_out_inverse
+from ddlsched.perf.phased import PhasedContention, duty_fixed_point
 from ddlsched.perf.phased_exact import PhasedJob
 from ddlsched.perf.tcp_share import DEFAULT_EXPONENT, DEFAULT_OWN_QUEUE, check_params, tcp_allocation
 
 GRID = 32  # grid steps in the smallest weighted load of a link (unequal weights, many rings)
 GRID_PER_HOP = 4  # at most this many grid steps per ring hop on the link, on average (the grid's cost)
-EXACT_MAX = 8  # up to this many rings on a link with unequal weights: the exact weighted expectation
+EXACT_MAX = EXACT_SETS_MAX  # up to this many rings on a link with unequal weights: the exact weighted expectation
 _BISECT = 50  # halvings of a link's lift factor (2^-50: the float resolution of a rate)
 
 
@@ -58,21 +59,9 @@ def weighted_loads(ms: list[int], ws: list[float]) -> list[int]:
 
 
 def weighted_leave_one_out(loads: list[float], ds: list[float]) -> list[float]:
-    """For every k: E[1 / (a_k + Σ_{i≠k} a_i X_i)], X_i ~ Bernoulli(d_i), exactly: the distribution of the sum over
-    the other rings built term by term (equal sums merged). O(n²·S), S the distinct sums: for a few rings."""
-    out = []
-    for k, own in enumerate(loads):
-        dist: dict[float, float] = {0.0: 1.0}
-        for i, (a, d) in enumerate(zip(loads, ds, strict=True)):
-            if i == k or d <= 0.0:
-                continue
-            nxt: dict[float, float] = {}
-            for w, p in dist.items():
-                nxt[w] = nxt.get(w, 0.0) + p * (1.0 - d)
-                nxt[w + a] = nxt.get(w + a, 0.0) + p * d
-            dist = nxt
-        out.append(sum(p / (own + w) for w, p in dist.items()))
-    return out
+    """For every k: E[1 / (a_k + Σ_{i≠k} a_i X_i)], X_i ~ Bernoulli(d_i), real loads on at most
+    :data:`EXACT_MAX` rings, exactly (the sum over the sets of other senders, :mod:`ddlsched.perf.duty_kernel`)."""
+    return leave_one_out(loads, ds, exact=True)
 
 
 class PhasedTcpContention(PhasedContention):
@@ -171,24 +160,11 @@ class PhasedTcpContention(PhasedContention):
             cap = self._cap[lid]
             if cap < groups.get(key, math.inf):
                 groups[key] = cap
-        per_link = [(cap, list(on), list(loads), scale, exact) for (on, loads, scale, exact), cap in groups.items()]
-        for _ in range(_MAX_ROUNDS):
-            duty = {}
-            for k, j in jobs.items():
-                tau = j.bytes_per_hop / rate[k]
-                duty[k] = tau / j.iteration(tau + j.latency_s)
-            new = {k: j.alone_rate for k, j in jobs.items()}
-            for cap, on, loads, scale, exact in per_link:
-                inv = (weighted_leave_one_out(loads, [duty[k] for k in on]) if exact
-                       else leave_one_out_inverse([int(x) for x in loads], [duty[k] for k in on]))
-                for k, e, sc in zip(on, inv, scale, strict=True):
-                    share = cap * sc * e
-                    if share < new[k]:
-                        new[k] = share
-            moved = max(abs(new[k] - rate[k]) / rate[k] for k in jobs)
-            rate = new
-            if moved <= _REL_TOL:
-                break
+        pos = {k: i for i, k in enumerate(jobs)}
+        per_link = [([pos[k] for k in on], loads, [cap * sc for sc in scale], exact)
+                    for (on, loads, scale, exact), cap in groups.items()]
+        fixed = duty_fixed_point(list(jobs.values()), DutyBatches(len(jobs), per_link))
+        rate = {k: float(r) for k, r in zip(jobs, fixed, strict=True)}
         return self._feasible(jobs, links, rate, floor)
 
     def _feasible(self, jobs: dict[str, PhasedJob], links: list[int], fluid: dict[str, float],

@@ -42,67 +42,106 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 DEFAULT_EXPONENT = 1.5
 DEFAULT_OWN_QUEUE = 0.0
 MAX_ROUNDS = 8
 _SATURATED = 1e-6  # relative slack under which a link counts as full
 
 
+class Filling:
+    """Weighted max-min filling over fixed rings (``use``: ring → link → hops), for any weights: the rings and
+    links are indexed once, so a caller that refills with new weights pays for the structure once."""
+
+    def __init__(self, use: Mapping[str, Mapping[int, int]], cap: Sequence[float]) -> None:
+        self.rings = sorted(use)
+        index: dict[int, int] = {}
+        link_rings: list[list[int]] = []
+        self.links: list[np.ndarray] = []  # per ring: the indexes of its links
+        self.hops: list[np.ndarray] = []  # per ring: its hops on each of them
+        for r, j in enumerate(self.rings):
+            for lid in use[j]:
+                if lid not in index:
+                    index[lid] = len(index)
+                    link_rings.append([])
+                link_rings[index[lid]].append(r)
+            self.links.append(np.array([index[lid] for lid in use[j]], dtype=np.int64))
+            self.hops.append(np.array(list(use[j].values()), dtype=float))
+        self.link_rings = link_rings
+        self.cap = np.array([float(cap[lid]) for lid in index])
+
+    def fill(self, weights: Mapping[str, float]) -> dict[str, float]:
+        """r_j = W_j · level when the first link ring j crosses is full (progressive filling)."""
+        w = [weights[j] for j in self.rings]
+        weight = np.zeros(len(self.cap))
+        for r, wr in enumerate(w):  # ring by ring: each link's sum in ring order
+            weight[self.links[r]] += self.hops[r] * wr
+        remaining = self.cap
+        live = np.ones(len(self.cap), dtype=bool)
+        active = set(range(len(self.rings)))
+        rates: dict[str, float] = {}
+        level = 0.0
+        while active:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = np.where(live, remaining / weight, np.inf)
+            best = float(share.min())
+            tight = np.flatnonzero(share <= best * (1 + 1e-12))
+            delta = max(best, 0.0)
+            level += delta
+            remaining = np.where(live, remaining - weight * delta, remaining)
+            for r in sorted({r for t in tight.tolist() for r in self.link_rings[t] if r in active}):
+                rates[self.rings[r]] = w[r] * level
+                active.discard(r)
+                idx = self.links[r]
+                weight[idx] -= self.hops[r] * w[r]
+                live[idx] &= weight[idx] > 1e-12
+        return rates
+
+
 def weighted_fill(use: Mapping[str, Mapping[int, int]], weights: Mapping[str, float],
                   cap: Sequence[float]) -> dict[str, float]:
     """Weighted max-min fair per-hop rates by progressive filling: ring j loads link l with m_jl · W_j · level
-    until a link it crosses is full; returns r_j = W_j · level at that moment."""
-    weight: dict[int, float] = {}
-    for j in sorted(use):
-        for lid, m in use[j].items():
-            weight[lid] = weight.get(lid, 0.0) + m * weights[j]
-    remaining = {lid: cap[lid] for lid in weight}
-    link_jobs: dict[int, list[str]] = {}
-    for j in sorted(use):
-        for lid in use[j]:
-            link_jobs.setdefault(lid, []).append(j)
-    active = set(use)
-    live = set(weight)
-    rates: dict[str, float] = {}
-    level = 0.0
-    while active:
-        share = {lid: remaining[lid] / weight[lid] for lid in live}
-        best = min(share.values())
-        tight = [lid for lid, s in share.items() if s <= best * (1 + 1e-12)]
-        delta = max(best, 0.0)
-        level += delta
-        for lid in live:
-            remaining[lid] -= weight[lid] * delta
-        for j in sorted({j for lid in tight for j in link_jobs[lid] if j in active}):
-            rates[j] = weights[j] * level
-            active.discard(j)
-            for lid, m in use[j].items():
-                weight[lid] -= m * weights[j]
-                if weight[lid] <= 1e-12:
-                    live.discard(lid)
-    return rates
+    until a link it crosses is full; returns r_j = W_j · level at that moment (:class:`Filling`)."""
+    return Filling(use, cap).fill(weights)
 
 
-def contended(hops: Mapping[str, Sequence[tuple[int, ...]]], rates: Mapping[str, float],
-              cap: Sequence[float]) -> frozenset[int]:
-    """The links whose queue builds under ``rates``: saturated, crossed by two rings or more, not shadowed."""
-    load: dict[int, float] = {}
+def queue_candidates(hops: Mapping[str, Sequence[tuple[int, ...]]],
+                     cap: Sequence[float]) -> list[tuple[int, list[str]]]:
+    """The links whose queue could build (crossed by two rings or more, not shadowed: fed by more than one
+    upstream link, or by one faster than itself), each with the rings it carries, once per hop crossing it, in
+    the order :func:`contended` adds their rates. Structural: rings and capacities only."""
+    order: dict[int, list[str]] = {}
     rings: dict[int, set[str]] = {}
     upstream: dict[int, set[int | None]] = {}
     for j in sorted(hops):
         for hop in hops[j]:
             for i, lid in enumerate(hop):
-                load[lid] = load.get(lid, 0.0) + rates[j]
+                order.setdefault(lid, []).append(j)
                 rings.setdefault(lid, set()).add(j)
                 upstream.setdefault(lid, set()).add(hop[i - 1] if i else None)
-    out = set()
-    for lid, x in load.items():
-        if len(rings[lid]) < 2 or x < cap[lid] * (1 - _SATURATED):
+    out = []
+    for lid, js in order.items():
+        if len(rings[lid]) < 2:
             continue
         (u, *rest) = upstream[lid]
         if not rest and u is not None and cap[u] <= cap[lid] * (1 + 1e-9):
             continue  # shadowed: fed by one upstream link no faster than itself
-        out.add(lid)
+        out.append((lid, js))
+    return out
+
+
+def contended(hops: Mapping[str, Sequence[tuple[int, ...]]], rates: Mapping[str, float],
+              cap: Sequence[float], candidates: list[tuple[int, list[str]]] | None = None) -> frozenset[int]:
+    """The links whose queue builds under ``rates``: saturated, crossed by two rings or more, not shadowed
+    (``candidates``: :func:`queue_candidates` of these hops, computed once by a caller that asks repeatedly)."""
+    out = set()
+    for lid, js in queue_candidates(hops, cap) if candidates is None else candidates:
+        x = 0.0
+        for j in js:
+            x += rates[j]
+        if x >= cap[lid] * (1 - _SATURATED):
+            out.add(lid)
     return frozenset(out)
 
 
@@ -170,18 +209,20 @@ def check_params(exponent: float, own_queue: float) -> None:
 def _settle(hops: Mapping[str, Sequence[tuple[int, ...]]], use: Mapping[str, Mapping[int, int]],
             cap: Sequence[float], weights: dict[str, float], rates: dict[str, float], exponent: float,
             max_rounds: int, own: Mapping[str, Sequence[int]] | None,
-            own_queue: float, bias: Mapping[str, float] | None = None) -> tuple[dict[str, float], dict[str, float]]:
+            own_queue: float, bias: Mapping[str, float] | None = None,
+            filling: Filling | None = None) -> tuple[dict[str, float], dict[str, float]]:
     """Iterate weights ← ``ring_weights`` (contended queues under the current rates, plus κ · ``own``; times
     ``bias``) and rates ← ``weighted_fill`` until the weights stop changing, at most ``max_rounds`` times;
     (weights, rates)."""
+    candidates = queue_candidates(hops, cap)
     for _ in range(max_rounds):
-        new = ring_weights(hops, contended(hops, rates, cap), exponent, own, own_queue)
+        new = ring_weights(hops, contended(hops, rates, cap, candidates), exponent, own, own_queue)
         if bias is not None:
             new = {j: w * bias[j] for j, w in new.items()}
         if new == weights:
             break
         weights = new
-        rates = weighted_fill(use, weights, cap)
+        rates = (filling or Filling(use, cap)).fill(weights)
     return weights, rates
 
 
@@ -203,10 +244,12 @@ def tcp_allocation(hops: Mapping[str, Sequence[tuple[int, ...]]], cap: Sequence[
     """:func:`tcp_rates` with the ring weights W_j it settled on: (weights, rates)."""
     use = {j: Counter(lid for hop in hs for lid in hop) for j, hs in hops.items()}
     weights = {j: 1.0 for j in hops} if bias is None else {j: bias[j] for j in hops}
-    weights, rates = _settle(hops, use, cap, weights, weighted_fill(use, weights, cap), exponent, max_rounds,
-                             None, 0.0, bias)
+    filling = Filling(use, cap)
+    weights, rates = _settle(hops, use, cap, weights, filling.fill(weights), exponent, max_rounds,
+                             None, 0.0, bias, filling)
     if own_queue:
         own = own_slow_queues(hops, cap, rates)
         if any(any(n) for n in own.values()):
-            weights, rates = _settle(hops, use, cap, weights, rates, exponent, max_rounds, own, own_queue, bias)
+            weights, rates = _settle(hops, use, cap, weights, rates, exponent, max_rounds, own, own_queue, bias,
+                                     filling)
     return weights, rates
