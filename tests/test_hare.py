@@ -13,6 +13,7 @@ from ddlsched.engine import Requirements, RunTask
 from ddlsched.engine.core import Core
 from ddlsched.engine.run import SimConfig, build_model
 from ddlsched.metrics.summary import summarize
+from ddlsched.perf import DEFAULT_PERF_MODEL
 from ddlsched.policies import make_policy
 from ddlsched.policies.hare import Hlas
 from ddlsched.workload.gpu_speeds import catalog_with_gpu_speeds, gpu_speedups
@@ -211,4 +212,4 @@ def test_cli_simulate_routes_to_task_engine(tmp_path: Path) -> None:
     import json
 
     s = json.loads((out / "summary.json").read_text())
-    assert s["jobs_completed"] == 3 and s["execution_model"] == "rounds" and s["perf_model"] == "maxmin"
+    assert s["jobs_completed"] == 3 and s["execution_model"] == "rounds" and s["perf_model"] == DEFAULT_PERF_MODEL

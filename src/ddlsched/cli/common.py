@@ -176,7 +176,8 @@ def trace_options(f: Any) -> Any:
                      help="Tenants file (weights, quotas, cohorts; replaces the cluster file's tenants: section; "
                           "docs/policies/fairness.md)."),
         click.option("--perf-model", default=None,
-                     help="Physics model (see 'policies'); default: the execution model's (fluid: maxmin)."),
+                     help="Physics model (see 'policies'); default: the execution model's (fluid and rounds: "
+                          "phased_tcp, docs/validation.md; task DAG: abe)."),
         click.option("--perf-param", multiple=True, metavar="KEY=VALUE", help="Physics model parameter."),
         click.option("--model-param", multiple=True, metavar="KEY=VALUE",
                      help="Execution-model parameter (task DAG: max_task_iters; rounds: max_rounds, switch_frac, "

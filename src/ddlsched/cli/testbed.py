@@ -20,7 +20,7 @@ import yaml
 from ddlsched.cluster.presets import load_cluster
 from ddlsched.cluster.topology import Cluster
 from ddlsched.errors import DdlschedError
-from ddlsched.perf import PERF_MODELS
+from ddlsched.perf import DEFAULT_PERF_MODEL, PERF_MODELS
 from ddlsched.testbed.netns import leftovers, read_state, teardown
 from ddlsched.testbed.scenarios import CAL_REPEATS, TCP_RULE_SCENARIOS, VAL_REPEATS
 
@@ -165,7 +165,8 @@ def _load_schedule(path: str) -> tuple[dict[str, Any], list[Any]]:
 @click.option("--max-jobs", type=int, default=None, help="first N jobs of --trace")
 @click.option("--time-scale", type=float, default=1.0, show_default=True,
               help="multiply --trace arrivals and job lengths by this")
-@click.option("--perf-model", default="maxmin", show_default=True, help="physics of the simulation (--policy)")
+@click.option("--perf-model", default=DEFAULT_PERF_MODEL, show_default=True,
+              help="physics of the simulation (--policy)")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--calibration", type=click.Path(exists=True), default=None)
 @click.option("--backend", type=click.Choice(["socket", "torch"]), default="socket", show_default=True)

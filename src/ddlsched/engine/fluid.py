@@ -39,7 +39,7 @@ from ddlsched.engine.pending import PendingQueue
 from ddlsched.engine.state import JobState, JobStatus
 from ddlsched.engine.view import SchedulerView
 from ddlsched.errors import SimulationError
-from ddlsched.perf import make_perf_model
+from ddlsched.perf import DEFAULT_PERF_MODEL, make_perf_model
 from ddlsched.perf.base import IterationTime, PerfModel, Placement
 from ddlsched.perf.interference import accum_mem
 from ddlsched.workload.jobspec import JobSpec
@@ -168,7 +168,7 @@ class FluidModel(ExecutionModel):
                  settings: ModelSettings, *, perf: PerfModel | None = None) -> None:
         super().__init__(cluster, catalog, requirements, settings)
         if perf is None:
-            name = settings.perf_model or "maxmin"
+            name = settings.perf_model or DEFAULT_PERF_MODEL
             params = dict(settings.perf_params)
             if requirements.jobs_per_gpu > 1 and name != "sharing":
                 params = {"network": name, "network_params": params}

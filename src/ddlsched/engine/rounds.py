@@ -46,7 +46,7 @@ from ddlsched.engine.ideal import ideal_times
 from ddlsched.engine.model import ExecutionModel, ModelSettings, Requirements
 from ddlsched.engine.state import JobState, JobStatus
 from ddlsched.errors import ConfigError, SimulationError
-from ddlsched.perf import make_perf_model
+from ddlsched.perf import DEFAULT_PERF_MODEL, make_perf_model
 from ddlsched.perf.base import Placement
 from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.profiles import ModelCatalog, ModelProfile
@@ -352,7 +352,7 @@ class RoundsModel(ExecutionModel):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
                                   or v < 0):
                 raise ConfigError(f"{name} must be a finite number >= 0", field="model_param")
-        self.perf = make_perf_model(settings.perf_model or "maxmin", cluster, **settings.perf_params)
+        self.perf = make_perf_model(settings.perf_model or DEFAULT_PERF_MODEL, cluster, **settings.perf_params)
         G = cluster.num_gpus
         self.gpu_job: list[str | None] = [None] * G
         self.gpu_until: list[float] = [0.0] * G

@@ -14,7 +14,7 @@ Every axis takes one value or a list; the sweep is the cartesian product of all 
     max_jobs: 60
     load_scale: [1.0, 2.0]
     oversubscription: [null, 4]    # null keeps the cluster's own ratio
-    perf_model: maxmin
+    perf_model: phased_tcp         # the default physics (docs/validation.md)
     perf_params: {}                # physics-parameter axes: {key: [v1, v2]}
     restart_penalty_s: 30
     plugins: [my_policies.py]      # policy plug-ins: .py files (relative to this file) or module names
@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ddlsched.cluster.config import read_structured, validation_error
 from ddlsched.errors import ConfigError
 from ddlsched.experiments.runner import CellParams
+from ddlsched.perf.base import DEFAULT_PERF_MODEL
 from ddlsched.workload.limits import LOAD_SCALE_RANGE, MAX_ARRIVAL_S, MAX_RESTART_PENALTY_S
 
 MAX_SYNTHETIC_JOBS = 10_000_000
@@ -109,7 +110,7 @@ class SweepConfig(_Strict):
     max_jobs: list[Annotated[int, Field(ge=1)] | None] = [None]
     load_scale: list[Annotated[float, Field(ge=LOAD_SCALE_RANGE[0], le=LOAD_SCALE_RANGE[1])]] = [1.0]
     oversubscription: list[Annotated[float, Field(gt=0, le=1e9)] | None] = [None]
-    perf_model: list[str] = ["maxmin"]
+    perf_model: list[str] = [DEFAULT_PERF_MODEL]
     perf_params: dict[str, list[Any]] = {}
     restart_penalty_s: list[Annotated[float, Field(ge=0, le=MAX_RESTART_PENALTY_S)]] = [30.0]
     plugins: list[str] = []

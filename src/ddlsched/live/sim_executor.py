@@ -33,7 +33,7 @@ from ddlsched.cluster.topology import Cluster
 from ddlsched.errors import ConfigError
 from ddlsched.live.clock import LiveClock
 from ddlsched.live.executor import EventKind, ExecEvent, Launch
-from ddlsched.perf import make_perf_model
+from ddlsched.perf import DEFAULT_PERF_MODEL, make_perf_model
 from ddlsched.perf.base import PerfModel, Placement
 from ddlsched.workload.profiles import ModelCatalog, ModelProfile
 
@@ -119,7 +119,7 @@ class SimExecutor:
             raise ConfigError(f"actuation must be 'decision' or 'wall', got {actuation!r}", field="actuation")
         self.catalog = catalog
         self.clock = clock
-        self.perf_model = perf_model or "maxmin"
+        self.perf_model = perf_model or DEFAULT_PERF_MODEL
         self.perf_params = dict(perf_params or {})
         self.start_s, self.restart_s = start_s, restart_s
         self.report_every_s, self.checkpoint_s, self.checkpoint_every_s = report_every_s, checkpoint_s, \

@@ -9,7 +9,7 @@ from typing import Any
 from ddlsched.cluster.topology import Cluster
 from ddlsched.errors import ConfigError
 from ddlsched.perf.abe import AbeContention
-from ddlsched.perf.base import IterationTime, PerfModel, Placement
+from ddlsched.perf.base import DEFAULT_PERF_MODEL, IterationTime, PerfModel, Placement
 from ddlsched.perf.flat import FlatNetwork
 from ddlsched.perf.maxmin import MaxMinLinkSharing
 from ddlsched.perf.nocontention import NoContention
@@ -74,4 +74,5 @@ def make_perf_model(name: str, cluster: Cluster, **params: Any) -> PerfModel:
         raise ConfigError(f"perf model {name!r}: {e}", field="perf_param") from None
 
 
-__all__ = ["PERF_MODELS", "IterationTime", "PerfModel", "Placement", "constructor_params", "make_perf_model"]
+__all__ = ["DEFAULT_PERF_MODEL", "PERF_MODELS", "IterationTime", "PerfModel", "Placement", "constructor_params",
+           "make_perf_model"]

@@ -23,6 +23,10 @@ from ddlsched._mypyc import mypyc_attr
 from ddlsched.cluster.topology import Cluster
 from ddlsched.workload.profiles import ModelProfile
 
+# The physics a fluid or rounds simulation runs with when none is named: the most accurate trace-level model
+# measured against real ring all-reduce traffic on the emulated cluster (docs/validation.md, first table).
+DEFAULT_PERF_MODEL = "phased_tcp"
+
 
 @dataclass(slots=True, init=False, unsafe_hash=True)
 class Placement:

@@ -1,7 +1,7 @@
 """GPU sharing, gradient accumulation and network congestion on top of any network model
 (docs/policies/gpu-sharing.md §2 ξ and g(s); docs/policies/delay-sched.md §2 congestion factor c).
 
-``SharingPerf`` wraps a registered network model (``network``, default ``maxmin``) and rewrites each job's
+``SharingPerf`` wraps a registered network model (``network``, default ``DEFAULT_PERF_MODEL``) and rewrites each job's
 iteration time:
 
     τ_j = ξ_j · g(s_j) · compute_j + c_j · comm_j            (xi_scope="compute", the default)
@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from ddlsched.cluster.topology import Cluster
-from ddlsched.perf.base import IterationTime, PerfModel, Placement
+from ddlsched.perf.base import DEFAULT_PERF_MODEL, IterationTime, PerfModel, Placement
 from ddlsched.perf.interference import ACCUM_PENALTY, Interference, accum_slowdown
 
 
@@ -41,7 +41,8 @@ class SharingPerf(PerfModel):
     description = ("wraps a network model (param network=...) with GPU-sharing slowdown ξ (Gavel-derived), "
                    "gradient-accumulation g(s) and a congestion factor for multi-server jobs")
 
-    def __init__(self, cluster: Cluster, network: str = "maxmin", network_params: dict[str, Any] | None = None,
+    def __init__(self, cluster: Cluster, network: str = DEFAULT_PERF_MODEL,
+                 network_params: dict[str, Any] | None = None,
                  congestion: float = 1.0, rack_congestion: float = 1.0, accum_penalty: float = ACCUM_PENALTY,
                  interference: dict[str, Any] | None = None,
                  xi_scope: Literal["compute", "iteration"] = "compute") -> None:

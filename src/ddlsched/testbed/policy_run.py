@@ -44,7 +44,7 @@ from ddlsched.engine import SimConfig, SimResult, run_simulation
 from ddlsched.engine.decisions import Decision, Start
 from ddlsched.engine.run import requirements_of
 from ddlsched.errors import ConfigError, InputError
-from ddlsched.perf.base import Placement, compute_time
+from ddlsched.perf.base import DEFAULT_PERF_MODEL, Placement, compute_time
 from ddlsched.policies.base import Policy
 from ddlsched.testbed.executor import GatedJob, RunResult
 from ddlsched.testbed.predict import JobRun
@@ -209,7 +209,7 @@ def _simulate_once(cluster: Cluster, jobs: Sequence[JobSpec], policy_name: str, 
 
 
 def simulate_schedule(cluster: Cluster, jobs: Sequence[JobSpec], policy_name: str, params: dict[str, Any],
-                      catalog: ModelCatalog, *, perf_model: str = "maxmin",
+                      catalog: ModelCatalog, *, perf_model: str = DEFAULT_PERF_MODEL,
                       perf_params: dict[str, Any] | None = None, seed: int = 0) -> Simulated:
     """Simulate ``jobs`` under the policy (whole iterations) and extract the replayable schedule."""
     notes: list[str] = []
