@@ -85,7 +85,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--policies", default="fifo+consolidated,tiresias+consolidated")
     ap.add_argument("--cluster", default="philly2048")
-    ap.add_argument("--perf-model", default="maxmin")
+    ap.add_argument("--perf-model", default=None, help="physics (default: the simulator's, DEFAULT_PERF_MODEL)")
     ap.add_argument("--jobs", type=int, default=None, help="first N jobs (default: all 82,247)")
     ap.add_argument("--scaling", action="store_true", help="jobs × cluster-size scaling table (fifo+consolidated)")
     ap.add_argument("--cell", help=argparse.SUPPRESS)
@@ -94,6 +94,10 @@ def main() -> None:
         cell = json.loads(a.cell)
         print(json.dumps(floor() if cell == "floor" else one(*cell)))
         return
+    if a.perf_model is None:
+        from ddlsched.perf import DEFAULT_PERF_MODEL
+
+        a.perf_model = DEFAULT_PERF_MODEL
     if a.scaling:
         cells = [("fifo+consolidated", c, n, a.perf_model) for c in ("philly512", "philly2048", "philly8192")
                  for n in (1000, 10000, None)]
