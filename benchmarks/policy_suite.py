@@ -16,7 +16,9 @@ job's tasks share fewer GPUs than it asks for, so the same job has a shorter ide
 Targets (cells at offered load ≥ 0.7): hindsight's avg JCT ≥ 10 % below the best non-clairvoyant seed policy and
 within 10 % of the best clairvoyant one. Policies whose ``paper_scale_jobs`` is below a cell's jobs are skipped
 there, with the reason printed. Results go to ``--out`` (default ``benchmarks/results/policy_suite``):
-``runs.jsonl`` (one line per run; an existing file is resumed), ``cells.csv``, ``suite.md``, ``suite.png``.
+``runs.jsonl`` (one line per run, with the physics it ran under; an existing file is resumed, and refused if its
+runs used another physics than ``--perf-model``: runs saved without the field ran under ``maxmin``, the default
+before 2026-11-28), ``cells.csv``, ``suite.md``, ``suite.png``.
 
     python benchmarks/policy_suite.py --quick             # make test: 1 small cell, 2 seeds, a policy per family
     python benchmarks/policy_suite.py                     # the full suite (hours on 2 cores; resumable)
@@ -143,8 +145,10 @@ def offered_unscaled(sl: Slice, cluster: str) -> float:
     return float(r.summary["offered_load"])
 
 
-def run_one(name: str, sl: Slice, cluster: str, scale: float, seed: int, limit: float) -> dict[str, Any]:
-    """One run's row: the metrics, or ``status`` error/timeout."""
+def run_one(name: str, sl: Slice, cluster: str, scale: float, seed: int, limit: float,
+            perf_model: str | None = None) -> dict[str, Any]:
+    """One run's row: the metrics, or ``status`` error/timeout. ``perf_model`` None: the execution model's default
+    physics (the task-level model has only its own)."""
     import ddlsched
     from ddlsched.errors import DdlschedError
 
@@ -155,7 +159,7 @@ def run_one(name: str, sl: Slice, cluster: str, scale: float, seed: int, limit: 
     try:
         r = ddlsched.simulate(TRACES / sl.path, cluster, base, policy_params=params, max_jobs=sl.jobs,
                               window=sl.window, load_scale=scale, seed=seed, trace_options=sl.trace_options(),
-                              timeseries=False)
+                              timeseries=False, perf_model=perf_model)
     except Cut:
         return {"status": f"timeout > {limit:g} s"}
     except DdlschedError as e:
@@ -174,6 +178,7 @@ def run_one(name: str, sl: Slice, cluster: str, scale: float, seed: int, limit: 
            "jobs": s["jobs"], "completed": s["jobs_completed"], "offered": round(s["offered_load"], 3),
            "avg_jct_s": s["avg_jct_s"], "p99_jct_s": s["p99_jct_s"], "makespan_s": s["makespan_s"],
            "max_slowdown": max(slow, default=math.nan), "preemptions": s["preemptions"],
+           "perf_model": s["perf_model"],
            "wall_s": round(time.perf_counter() - t0, 2)}
     if len(per_user) > 1:
         row["worst_tenant_slowdown"] = max(statistics.fmean(v) for v in per_user.values())
@@ -368,6 +373,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--loads", default="")
     ap.add_argument("--seeds", default="")
     ap.add_argument("--timeout", type=float, default=300.0, help="wall-clock limit per run, seconds")
+    ap.add_argument("--perf-model", default=None,
+                    help="physics of the fluid and rounds policies (default: the simulator's default; the task-level "
+                         "policies keep their own)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "policy_suite"))
     ap.add_argument("--tabulate", action="store_true",
                     help="write the tables from --out's runs.jsonl and run nothing: every cell it holds, or those "
@@ -406,6 +414,15 @@ def main(argv: list[str] | None = None) -> int:
         if not chosen_runs:
             ap.error(f"--tabulate: no saved run in {log} matches")
         return write_tables(chosen_runs, out, argv)
+    from ddlsched.perf import DEFAULT_PERF_MODEL, PERF_MODELS
+
+    if a.perf_model is not None and a.perf_model not in PERF_MODELS:
+        ap.error(f"--perf-model: unknown {a.perf_model!r} (one of {', '.join(PERF_MODELS)})")
+    wanted = a.perf_model or DEFAULT_PERF_MODEL
+    other = sorted({r.get("perf_model", "maxmin") for r in runs if r.get("model") != "taskdag"} - {wanted})
+    if other:  # runs saved before the field existed ran under maxmin, the default physics then
+        ap.error(f"--perf-model: {log} holds runs under {', '.join(other)}, not {wanted}: name that physics with "
+                 "--perf-model or pick another --out")
     have = {(r["slice"], r["cluster"], r["load"], r["policy"], r["seed"]) for r in runs}
     flags = {p: clairvoyant(p) for p in policies}
     models = {p: execution_model(p) for p in policies}
@@ -427,7 +444,8 @@ def main(argv: list[str] | None = None) -> int:
                         key = (sl_name, cluster, load, p, seed)
                         if key in have:
                             continue
-                        row = run_one(p, sl, cluster, scale, seed, a.timeout)
+                        row = run_one(p, sl, cluster, scale, seed, a.timeout,
+                                      None if models[p] == "taskdag" else a.perf_model)
                         row.update(dict(zip(("slice", "cluster", "load", "policy", "seed"), key, strict=True)),
                                    clairvoyant=flags[p], model=models[p], load_scale=round(scale, 4))
                         runs.append(row)

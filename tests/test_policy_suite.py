@@ -59,6 +59,13 @@ def test_default_cells_pair_each_slice_with_its_clusters(tmp_path: Path, monkeyp
     assert suite.main(["--policies", "fifo+consolidated", "--clusters", "rack256", "--out", str(tmp_path)]) == 0
     runs = [json.loads(x) for x in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert [r["cluster"] for r in runs] == ["n8g8", "rack256"]  # an explicit --clusters runs what it names
+    # each run names its physics; resuming under another one is refused rather than mixed into one table
+    from ddlsched.perf import DEFAULT_PERF_MODEL
+
+    assert {r["perf_model"] for r in runs} == {DEFAULT_PERF_MODEL}
+    with pytest.raises(SystemExit) as e:
+        suite.main(["--policies", "fifo+consolidated", "--perf-model", "maxmin", "--out", str(tmp_path)])
+    assert e.value.code == 2
 
 
 def test_verdict_among_the_same_execution_model() -> None:

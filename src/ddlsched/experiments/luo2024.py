@@ -11,7 +11,7 @@ mean with its 95 % t-CI over seeds.
 
 Three network settings separate scheduling from network physics (``NETWORKS``):
 
-* ``maxmin`` — n8g8 with 10 GbE NICs and max-min contention between rings (the default physics);
+* ``maxmin`` — n8g8 with 10 GbE NICs and max-min contention between rings (every ring sending all the time);
 * ``none`` — same links, no contention (each ring at its slowest link's full capacity);
 * ``flat`` — placement-blind [I]: NICs as fast as the intra-server links (1200 Gb/s), no contention, so a job's
   iteration time does not depend on how many servers it spans — what a simulator that takes iteration times from
