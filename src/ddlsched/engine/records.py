@@ -17,6 +17,12 @@ the absolute clock (its spacing grows with the time of day); it must not scale w
 long wait would hide a whole cause (a job queued for months once had 15 s of spread and contention zeroed)."""
 
 
+def accounting_tolerance(run_s: float, finish_s: float) -> float:
+    """How far run time and ideal + Σ causes may differ in a closed account (seconds); a cause inside it reads as
+    0 when the account closes without it."""
+    return _ABS + _REL * run_s + _CLOCK * abs(finish_s)
+
+
 def _noise_to_zero(x: float, tol: float) -> float:
     """Float noise inside the tolerance reads as exactly 0 (a value of exactly −tol is kept as it is)."""
     return 0.0 if -tol < x < tol else x
@@ -33,7 +39,7 @@ def job_record(st: JobState, model: str, may_be_negative: frozenset[str] = froze
     assert finish is not None and st.first_start is not None
     jct = finish - st.arrival_s
     run = st.run_s
-    tol = _ABS + _REL * run + _CLOCK * abs(finish)
+    tol = accounting_tolerance(run, finish)
     con = _noise_to_zero(st.contention_s, tol)
     spr = _noise_to_zero(st.spread_s, tol)
     shr = _noise_to_zero(st.sharing_s, tol)
