@@ -3,7 +3,8 @@
 Each argument is a ``fidelity.json`` written by ``ddlsched testbed validate`` (or the folder holding one). For every
 model, with its calibrated parameters: the median, the 90th percentile and the worst (signed, with its job) of the
 relative error predicted ÷ measured − 1 of per-iteration communication time and of JCT, over the jobs of all runs
-pooled; then the same per run for the default physics and ``maxmin``.
+pooled (``ddlsched.testbed.validate.error_summary``, the report's own definitions); then the same per run for the
+default physics and ``maxmin``. A pooled job is named ``run:scenario/job``.
 
     python benchmarks/validation_pooled.py benchmarks/validation_results/run19 benchmarks/validation_results/run20 \\
         benchmarks/validation_results/run21
@@ -13,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
+
+from ddlsched.testbed.validate import error_summary
 
 # as simulate runs the default physics: the testbed replay passes the clock, so its plain ``phased_tcp`` row locks
 # equal rings' phases; the engines do not (docs/physics.md §15)
@@ -24,26 +26,16 @@ MODELS = (DEFAULT_ROW, "maxmin", "phased", "none", "flat", "sjf_bco", "abe", "sh
           "phased[exact,fairness=tcp,split]")
 
 
-def stats(errs: list[tuple[float, str]]) -> tuple[float, float, tuple[float, str]]:
-    """(median |e|, p90 |e| — the report's nearest-rank rule —, the largest |e| signed with its job)."""
-    a = sorted(abs(e) for e, _ in errs)
-    return statistics.median(a), a[min(len(a) - 1, round(0.9 * (len(a) - 1)))], max(errs, key=lambda x: abs(x[0]))
+def jobs_of(report: dict, model: str, run: str) -> list[dict]:
+    """The report's job rows that scored ``model`` (calibrated), each named with its run (``run:scenario``)."""
+    key = f"{model}/calibrated"
+    return [{**j, "scenario": f"{run}:{j['scenario']}"} for j in report["jobs"] if key in j["predicted"]]
 
 
-def fmt(s: tuple[float, float, tuple[float, str]]) -> str:
-    med, p90, (worst, where) = s
-    return f"{med * 100:.1f} / {p90 * 100:.1f} / {worst * 100:+.1f} % ({where})".replace("-", "−")
-
-
-def errors(report: dict, model: str) -> tuple[list[tuple[float, str]], list[tuple[float, str]]]:
-    comm, jct = [], []
-    for j in report["jobs"]:
-        p = j["predicted"].get(f"{model}/calibrated")
-        if p is not None:
-            where = f"{j['scenario']}/{j['job']}"
-            comm.append((p["comm_err"], where))
-            jct.append((p["jct_err"], where))
-    return comm, jct
+def fmt(e: dict, metric: str) -> str:
+    """median / p90 / worst (signed, with its job), %, as ``error_summary`` defines them."""
+    return (f"{e[metric + '_median'] * 100:.1f} / {e[metric + '_p90'] * 100:.1f} / "
+            f"{e[metric + '_signed_worst'] * 100:+.1f} % ({e[metric + '_worst_at']})").replace("-", "−")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,24 +51,23 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"{p}: {e}")
     print(f"pooled over {len(reports)} run(s), {sum(len(r['jobs']) for r in reports)} job-runs; calibrated; "
           "median / p90 / worst")
+    names = [Path(r).name for r in a.reports]
     print("| model | communication | JCT |")
     print("|---|---|---|")
     for m in MODELS:
-        comm, jct = [], []
-        for r in reports:
-            c, j = errors(r, m)
-            comm += c
-            jct += j
-        if comm:
-            print(f"| `{m}` | {fmt(stats(comm))} | {fmt(stats(jct))} |")
+        rows = [j for name, r in zip(names, reports, strict=True) for j in jobs_of(r, m, name)]
+        if rows:
+            e = error_summary(rows, f"{m}/calibrated")
+            print(f"| `{m}` | {fmt(e, 'comm')} | {fmt(e, 'jct')} |")
     print()
     print("| run | model | communication | JCT |")
     print("|---|---|---|---|")
-    for name, r in zip(a.reports, reports, strict=True):
+    for name, r in zip(names, reports, strict=True):
         for m in (DEFAULT_ROW, "maxmin"):
-            c, j = errors(r, m)
-            if c:
-                print(f"| {name} | `{m}` | {fmt(stats(c))} | {fmt(stats(j))} |")
+            rows = jobs_of(r, m, name)
+            if rows:
+                e = error_summary(rows, f"{m}/calibrated")
+                print(f"| {name} | `{m}` | {fmt(e, 'comm')} | {fmt(e, 'jct')} |")
     return 0
 
 

@@ -17,13 +17,14 @@ def test_one_run_pooled_alone_gives_that_reports_own_figures() -> None:
     pooled = load_benchmark("validation_pooled")
     report = json.loads((RUNS / "run21" / "fidelity.json").read_text())
     for row in (r for r in report["summary"] if r["variant"] == "calibrated"):
-        comm, jct = pooled.errors(report, row["model"])
-        for errs, kind in ((comm, "comm"), (jct, "jct")):
-            med, p90, (worst, where) = pooled.stats(errs)
-            assert med == pytest.approx(row[f"{kind}_median"], abs=1e-12), row["model"]
-            assert p90 == pytest.approx(row[f"{kind}_p90"], abs=1e-12), row["model"]
-            assert worst == pytest.approx(row[f"{kind}_signed_worst"], abs=1e-12), row["model"]
-            assert where == row[f"{kind}_worst_at"], row["model"]
+        rows = pooled.jobs_of(report, row["model"], "run21")
+        assert len(rows) == len(report["jobs"]), row["model"]
+        got = pooled.error_summary(rows, f"{row['model']}/calibrated")
+        for k, v in row.items():
+            if k.endswith("_worst_at"):
+                assert got[k] == f"run21:{v}", row["model"]
+            elif k not in ("model", "variant"):
+                assert got[k] == pytest.approx(v, abs=1e-12), (row["model"], k)
 
 
 def test_pooled_table_of_the_three_runs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -32,6 +33,6 @@ def test_pooled_table_of_the_three_runs(capsys: pytest.CaptureFixture[str], tmp_
     out = capsys.readouterr().out
     assert "123 job-runs" in out
     default = next(line for line in out.splitlines() if line.startswith("| `phased_tcp[phase_lock=false]`"))
-    assert default.startswith("| `phased_tcp[phase_lock=false]` | 4.8 / 23.9 / +31.5 % (offset0.5/a) |")
+    assert default.startswith("| `phased_tcp[phase_lock=false]` | 4.8 / 23.8 / +31.5 % (run21:offset0.5/a) |")
     with pytest.raises(SystemExit):
         pooled.main([str(tmp_path / "missing")])

@@ -145,23 +145,26 @@ def evaluate(cluster: Cluster, results: Sequence[ScenarioResult],
                 pc, pt = _mean([p[j.job_id].comm_s for p in per_run]), _mean([p[j.job_id].jct_s for p in per_run])
                 row["predicted"][key] = {"comm_s": pc, "jct_s": pt, "comm_err": pc / comm - 1, "jct_err": pt / jct - 1}
             jobs.append(row)
-    summary = []
-    for m, v, _, _ in variants:
-        key = f"{m}/{v}"
-        entry: dict[str, Any] = {"model": m, "variant": v}
-        for metric in ("comm", "jct"):
-            errs = [(abs(j["predicted"][key][f"{metric}_err"]), j) for j in jobs]
-            worst = max(errs, key=lambda e: e[0])
-            entry[f"{metric}_median"] = median(e for e, _ in errs)
-            entry[f"{metric}_p90"] = float(np.percentile([e for e, _ in errs], 90))
-            entry[f"{metric}_worst"] = worst[0]
-            entry[f"{metric}_worst_at"] = f"{worst[1]['scenario']}/{worst[1]['job']}"
-            entry[f"{metric}_signed_worst"] = worst[1]["predicted"][key][f"{metric}_err"]
-        summary.append(entry)
+    summary = [{"model": m, "variant": v, **error_summary(jobs, f"{m}/{v}")} for m, v, _, _ in variants]
     cpu = {r.scenario.name: r.run.cpu_util for r in results}
     wcpu = {r.scenario.name: r.run.worker_cpu for r in results}
     return {"summary": summary, "measurement_spread": spread_summary(jobs), "jobs": jobs, "cpu_util": cpu,
             "worker_cpu": wcpu}
+
+
+def error_summary(jobs: Sequence[Mapping[str, Any]], key: str) -> dict[str, Any]:
+    """Median, 90th percentile and largest |predicted ÷ measured − 1| of communication and JCT over ``jobs`` (report
+    rows) for the model variant ``key`` (``model/variant``), with the largest error's sign and job."""
+    entry: dict[str, Any] = {}
+    for metric in ("comm", "jct"):
+        errs = [(abs(j["predicted"][key][f"{metric}_err"]), j) for j in jobs]
+        worst = max(errs, key=lambda e: e[0])
+        entry[f"{metric}_median"] = median(e for e, _ in errs)
+        entry[f"{metric}_p90"] = float(np.percentile([e for e, _ in errs], 90))
+        entry[f"{metric}_worst"] = worst[0]
+        entry[f"{metric}_worst_at"] = f"{worst[1]['scenario']}/{worst[1]['job']}"
+        entry[f"{metric}_signed_worst"] = worst[1]["predicted"][key][f"{metric}_err"]
+    return entry
 
 
 def spread_summary(jobs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -357,16 +360,7 @@ def rescore_report(cluster: Cluster, report: Mapping[str, Any], labels: Sequence
     check: dict[str, float] = {}
     for key in jobs[0]["predicted"]:
         m, v = key.split("/")
-        entry: dict[str, Any] = {"model": m, "variant": v}
-        for metric in ("comm", "jct"):
-            errs = [(abs(j["predicted"][key][f"{metric}_err"]), j) for j in jobs]
-            worst = max(errs, key=lambda e: e[0])
-            entry[f"{metric}_median"] = median(e for e, _ in errs)
-            entry[f"{metric}_p90"] = float(np.percentile([e for e, _ in errs], 90))
-            entry[f"{metric}_worst"] = worst[0]
-            entry[f"{metric}_worst_at"] = f"{worst[1]['scenario']}/{worst[1]['job']}"
-            entry[f"{metric}_signed_worst"] = worst[1]["predicted"][key][f"{metric}_err"]
-        summary.append(entry)
+        summary.append({"model": m, "variant": v, **error_summary(jobs, key)})
         if all(key in j["report"] for j in jobs):
             check[key] = max(abs(j["predicted"][key][f"{mt}_err"] - j["report"][key][f"{mt}_err"])
                              for j in jobs for mt in ("comm", "jct"))
