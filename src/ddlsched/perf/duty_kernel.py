@@ -149,9 +149,5 @@ def leave_one_out(loads: Sequence[float], duty: Sequence[float], exact: bool = F
     n = len(loads)
     if n == 0:
         return []
-    out = []
-    batches = DutyBatches(n, [(range(n), loads, [1.0] * n, exact)])
-    padded = np.append(np.asarray(duty, dtype=float), 0.0)
-    (batch,) = batches.batches
-    out = batch.shares(padded)[0][:n]
-    return [float(x) for x in out]
+    (batch,) = DutyBatches(n, [(range(n), loads, [1.0] * n, exact)]).batches
+    return [float(x) for x in batch.shares(np.append(np.asarray(duty, dtype=float), 0.0))[0][:n]]
