@@ -68,6 +68,8 @@ def make_perf_model(name: str, cluster: Cluster, **params: Any) -> PerfModel:
         if ann in _NUMERIC and not (v is None and ann.endswith("|None")) and (
                 isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)):
             raise ConfigError(f"perf model {name!r}: {k}={v!r} is not a finite number", field="perf_param")
+        if ann == "bool" and not isinstance(v, bool):
+            raise ConfigError(f"perf model {name!r}: {k} must be true or false, not {v!r}", field="perf_param")
     try:
         return cls(cluster, **params)
     except (TypeError, ValueError) as e:

@@ -33,14 +33,14 @@ of their jobs together exceed the link's capacity), as in ``maxmin``. Reported: 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf.base import IterationTime, PerfModel, Placement
 from ddlsched.perf.duty_kernel import DutyBatches, leave_one_out
-from ddlsched.perf.phased_exact import PhasedJob, maxmin_rates, phased_job
+from ddlsched.perf.phased_exact import PhasedJob, Route, maxmin_rates, phased_job
 
 _REL_TOL = 1e-9
 _MAX_ROUNDS = 200
@@ -92,6 +92,8 @@ class PhasedContention(PerfModel):
     name = "phased"
     description = ("jobs contend on a link only while their communication phases overlap: duty-cycle fluid "
                    "approximation (fixed point) of per-phase max-min sharing; profile overlap hides part of it")
+    # the constructor's keyword parameters, for ``perf.constructor_params`` when this module is compiled
+    init_params: ClassVar[Mapping[str, str]] = {"efficiency": "float", "overlap": "float"}
 
     def __init__(self, cluster: Cluster, efficiency: float = 1.0, overlap: float = 0.0) -> None:
         super().__init__(cluster)
@@ -106,6 +108,7 @@ class PhasedContention(PerfModel):
         self._link_jobs: dict[int, set[str]] = {}
         self._demand: dict[int, float] = {}
         self._rate: dict[str, float] = {}
+        self._routes: dict[tuple[int, ...], Route] = {}  # GPU set → its ring's links and alone rate (memo)
 
     def params(self) -> dict[str, Any]:
         return {"efficiency": self.efficiency, "overlap": self.overlap}
@@ -136,7 +139,7 @@ class PhasedContention(PerfModel):
         if jid in self._placements:
             raise ValueError(f"job {jid} is already placed")
         self._placements[jid] = placement
-        j = phased_job(self.cluster, placement, self._cap, self.overlap)
+        j = phased_job(self.cluster, placement, self._cap, self.overlap, self._routes)
         self._jobs[jid] = j
         if not j.use:
             t = self._time(j, 0.0)

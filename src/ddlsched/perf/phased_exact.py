@@ -28,9 +28,10 @@ from ddlsched.perf.tcp_share import check_params, tcp_rates, weighted_fill
 _TINY = 1e-12
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False)
 class PhasedJob:
-    """One job as the phase physics sees it."""
+    """One job as the phase physics sees it. Made per start: a slotted dataclass with its ``__init__`` written
+    out, a native class in the compiled build (docs/engine.md "Compiled build"); nothing changes one once made."""
 
     job_id: str
     compute_s: float  # c: compute per iteration (slowest worker)
@@ -39,7 +40,18 @@ class PhasedJob:
     latency_s: float  # 2(w−1)·α, after the bytes
     use: Mapping[int, int]  # link id → hops of the ring crossing it (empty: no communication)
     alone_rate: float  # bytes/s per hop alone: min over links of C_l / m_jl (0 when no communication)
-    hops: tuple[tuple[int, ...], ...] = ()  # the links of every ring hop in path order (TCP-biased sharing)
+    hops: tuple[tuple[int, ...], ...]  # the links of every ring hop in path order (TCP-biased sharing)
+
+    def __init__(self, job_id: str, compute_s: float, hidden_s: float, bytes_per_hop: float, latency_s: float,
+                 use: Mapping[int, int], alone_rate: float, hops: tuple[tuple[int, ...], ...] = ()) -> None:
+        self.job_id = job_id
+        self.compute_s = compute_s
+        self.hidden_s = hidden_s
+        self.bytes_per_hop = bytes_per_hop
+        self.latency_s = latency_s
+        self.use = use
+        self.alone_rate = alone_rate
+        self.hops = hops
 
     @property
     def alone_comm_s(self) -> float:
@@ -50,20 +62,45 @@ class PhasedJob:
         return self.compute_s - self.hidden_s + max(self.hidden_s, comm_s)
 
 
-def phased_job(cluster: Cluster, placement: Placement, cap: Sequence[float], overlap: float) -> PhasedJob:
-    """Build a :class:`PhasedJob`; ``overlap`` is used when the profile does not set its own."""
-    c = compute_time(cluster, placement)
-    n = placement.num_gpus
-    hops = cluster.ring_hops(placement.gpus) if n > 1 else []
+Route = tuple[dict[int, int], float, tuple[tuple[int, ...], ...]]  # link → hops on it, alone rate, hops
+_NO_ROUTE: Route = ({}, 0.0, ())  # read-only
+ROUTES_MAX = 1 << 16  # a route cache is cleared when it reaches this many GPU sets
+
+
+def ring_route(cluster: Cluster, gpus: tuple[int, ...], cap: Sequence[float]) -> Route:
+    """The links a ring over ``gpus`` crosses (with its hops on each), its per-hop rate alone and its hops."""
+    hops = cluster.ring_hops(gpus) if len(gpus) > 1 else []
     if not hops:
-        return PhasedJob(placement.job_id, c, 0.0, 0.0, 0.0, {}, 0.0)
+        return _NO_ROUTE
     use = dict(Counter(lid for hop in hops for lid in hop))
     alone = min(cap[lid] / m for lid, m in use.items())
+    return use, alone, tuple(tuple(hop) for hop in hops)
+
+
+def phased_job(cluster: Cluster, placement: Placement, cap: Sequence[float], overlap: float,
+               routes: dict[tuple[int, ...], Route] | None = None) -> PhasedJob:
+    """Build a :class:`PhasedJob`; ``overlap`` is used when the profile does not set its own. ``routes``, if
+    given, memoises :func:`ring_route` per GPU set (consolidated placements repeat the same sets; read-only)."""
+    c = compute_time(cluster, placement)
+    gpus = tuple(placement.gpus)
+    if routes is None:
+        route = ring_route(cluster, gpus, cap)
+    else:
+        got = routes.get(gpus)
+        if got is None:
+            if len(routes) >= ROUTES_MAX:
+                routes.clear()
+            got = routes[gpus] = ring_route(cluster, gpus, cap)
+        route = got
+    use, alone, hops = route
+    if not hops:
+        return PhasedJob(placement.job_id, c, 0.0, 0.0, 0.0, {}, 0.0)
+    n = placement.num_gpus
     v = ring_bytes_per_hop(placement.profile.grad_bytes, n)
     lat = 2 * (n - 1) * cluster.hop_latency_s
     w = placement.profile.overlap if placement.profile.overlap is not None else overlap
     h = min(w * (v / alone + lat), c)
-    return PhasedJob(placement.job_id, c, h, v, lat, use, alone, tuple(tuple(hop) for hop in hops))
+    return PhasedJob(placement.job_id, c, h, v, lat, use, alone, hops)
 
 
 def maxmin_rates(active: Sequence[PhasedJob], cap: Sequence[float]) -> dict[str, float]:

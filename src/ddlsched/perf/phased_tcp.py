@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf.base import IterationTime
@@ -68,6 +68,10 @@ class PhasedTcpContention(PhasedContention):
     name = "phased_tcp"
     description = ("phased (duty-cycle fluid approximation of per-phase sharing, profile overlap) with links "
                    "shared by the TCP-biased rule (fairness=tcp): the testbed-validated physics for full traces")
+    # the constructor's keyword parameters, for ``perf.constructor_params`` when this module is compiled
+    init_params: ClassVar[Mapping[str, str]] = {
+        "efficiency": "float", "overlap": "float", "tcp_exponent": "float", "tcp_own_queue": "float",
+        "phase_lock": "bool"}
 
     def __init__(self, cluster: Cluster, efficiency: float = 1.0, overlap: float = 0.0,
                  tcp_exponent: float = DEFAULT_EXPONENT, tcp_own_queue: float = DEFAULT_OWN_QUEUE,
@@ -150,6 +154,7 @@ class PhasedTcpContention(PhasedContention):
             on = sorted(self._link_jobs[lid])
             ms = [jobs[k].use[lid] for k in on]
             ws = [weights[k] for k in on]
+            key: tuple[tuple[str, ...], tuple[float, ...], tuple[float, ...], bool]  # loads: int or float
             if all(w == ws[0] for w in ws):
                 key = (tuple(on), tuple(ms), (1.0,) * len(on), False)  # phased's expectation exactly
             elif len(on) <= EXACT_MAX:
