@@ -24,10 +24,10 @@ RUNS = [ROOT / "benchmarks" / "validation_long_results" / r for r in ("run1", "r
 NIC_MBIT = 100.0  # the testbed's default emulated rate of the fastest NIC (``ddlsched testbed validate``)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="*", type=Path, default=RUNS, help="saved 5×-iteration validation runs")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     scenario = [s for s in longer(VALIDATION, 5) if s.name == "staggered"]
     for base in args.runs:
         cal = json.loads((base / "calibration.json").read_text())

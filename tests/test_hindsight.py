@@ -72,7 +72,9 @@ def _hetero(types: Sequence[str]) -> Cluster:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(jobs=workloads(), servers=st.integers(1, 4), seed=st.integers(0, 3), hetero=st.booleans(),
        params=st.sampled_from([{}, {"hysteresis": 1, "max_preemptions": 1}, {"min_samples": 1, "window": 3},
-                               {"oracle": True}, {"aging": True}, {"aging": True, "oracle": True}]))
+                               {"oracle": True}, {"aging": True}, {"aging": True, "oracle": True},
+                               {"reserve": True}, {"reserve": True, "starve_after_s": 0.0, "starvation_factor": 0.5},
+                               {"reserve": True, "oracle": True, "starve_after_s": 0.0}]))
 def test_every_job_accounted_no_gpu_double_booked_deterministic(jobs: list[JobSpec], servers: int, seed: int,
                                                                hetero: bool, params: dict) -> None:
     cluster = _hetero(["K80", "V100", "P100", "K80"][:servers]) if hetero else \
@@ -103,6 +105,32 @@ def test_heterogeneous_cluster_fastest_type_first_and_service_in_fastest_type_gp
     assert gpus["b"]["jct_s"] == pytest.approx(1000.0 / speed, rel=0.05)  # on the K80s
     learned = sorted(pol.predictor.groups[("all",)].recent)
     assert learned == pytest.approx([8000.0, 8000.0], rel=0.05)
+
+
+def _stream_and_one_big_job() -> list[JobSpec]:
+    """1-GPU jobs of 600 s every 100 s for 20,000 s (about six of eight GPUs busy at any time) and one 8-GPU job
+    of 100 s arriving at 50 s, when a 1-GPU job already runs."""
+    small = [JobSpec(f"s{i:03d}", 100.0 * i, 1, "resnet50", duration_s=600.0) for i in range(200)]
+    return [*small, JobSpec("big", 50.0, 8, "resnet50", duration_s=100.0)]
+
+
+@pytest.mark.parametrize("reserve", [True, False])
+def test_a_starving_job_gets_a_reservation(reserve: bool) -> None:
+    """Rule 4: the 8-GPU job waits behind the stream of 1-GPU jobs that backfill keeps starting on its one server,
+    and may not evict them (a class apart, not two). Promoted after ``starve_after_s`` (1,000 s), with a
+    reservation it starts once the jobs already running end (≤ 600 s later); without one it waits for the stream
+    to end."""
+    cluster = ddlsched.build_cluster(racks=1, servers_per_rack=1, gpus_per_server=8)
+    pol = Hindsight(starve_after_s=1000.0, reserve=reserve)
+    r = run_simulation(cluster, _stream_and_one_big_job(), pol, SimConfig(audit=True), catalog=default_catalog())
+    big = next(rec for rec in r.records if rec["job_id"] == "big")
+    assert len(r.records) == 201
+    if reserve:
+        assert 1050.0 <= big["first_start_s"] <= 1050.0 + 600.0 + 1e-6
+        assert r.mechanisms["starvation_reservations"] >= 1
+    else:
+        assert big["first_start_s"] > 19_000.0
+        assert r.mechanisms["starvation_reservations"] == 0
 
 
 def test_gittins_index_hand_computed() -> None:

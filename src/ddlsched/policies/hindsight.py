@@ -16,7 +16,10 @@ Rules (sources in the doc):
 3. **Bounded preemption.** A queued job evicts a running one only if it is at least ``hysteresis`` classes better,
    and a job is preempted at most ``max_preemptions`` times.
 4. **No starvation.** A queued job that has waited ``starvation_factor`` × its executed time, and at least
-   ``starve_after_s``, is promoted to class 0 until it has received ``base_gpu_s`` more GPU-seconds.
+   ``starve_after_s``, is promoted to class 0 until it has received ``base_gpu_s`` more GPU-seconds. Opt-in
+   (``reserve=true``; measured worse on the full Philly-derived trace, docs): the earliest promoted job still queued
+   gets a reservation — the server or rack it needs, of one type, with the most GPUs free or held by jobs it may
+   evict, takes no other job until it starts.
 5. **Placement**: consolidated (one server when it fits, else one rack; otherwise wait — a short delay that other
    jobs may fill).
 
@@ -43,6 +46,7 @@ from ddlsched.engine.view import SchedulerView
 from ddlsched.policies.baselines import OrderedPolicy
 from ddlsched.policies.hindsight_speed import FastestTypeConsolidated, speed_factor
 from ddlsched.policies.las_queues import QueuedByClass, RunningByClass
+from ddlsched.policies.locality import L0, L1, best_level
 from ddlsched.policies.ordering import Ordering
 from ddlsched.policies.registry import register
 
@@ -300,6 +304,10 @@ class HindsightOrdering(Ordering):
     def queue(self, job: JobView) -> int:
         return self._queue_until(job)[0]
 
+    def promoted(self) -> dict[str, float]:
+        """The jobs rule 4 promoted that have not yet received their quantum (job → attained GPU-s it ends at)."""
+        return self._boost
+
     def key(self, job: JobView) -> Any:
         return (self.queue(job), job.seq)
 
@@ -354,7 +362,7 @@ class Hindsight(OrderedPolicy):
                  hysteresis: PositiveInt = 2, max_preemptions: NonNegativeInt = 32,
                  starvation_factor: PositiveFloat = 4.0, starve_after_s: NonNegativeFloat = 86400.0,
                  window: PositiveInt = 400, min_samples: PositiveInt = 8, use_user: bool = True,
-                 use_model: bool = True, oracle: bool = False, aging: bool = False) -> None:
+                 use_model: bool = True, oracle: bool = False, aging: bool = False, reserve: bool = False) -> None:
         for label, v in (("base_gpu_s", base_gpu_s), ("starvation_factor", starvation_factor),
                          ("starve_after_s", starve_after_s)):
             if not math.isfinite(v):
@@ -366,9 +374,11 @@ class Hindsight(OrderedPolicy):
                                      max_preemptions=max_preemptions, starvation_factor=starvation_factor,
                                      starve_after_s=starve_after_s, predictor=self.predictor, oracle=oracle,
                                      aging=aging)
-        super().__init__(ordering, FastestTypeConsolidated(), backfill=True,
-                         name="hindsight-oracle" if oracle else "hindsight")
+        self.place = FastestTypeConsolidated()
+        super().__init__(ordering, self.place, backfill=True, name="hindsight-oracle" if oracle else "hindsight")
         self.order: HindsightOrdering = ordering
+        self.reserve = reserve
+        self.reservations = 0  # starving jobs given a reservation (rule 4)
         self.oracle = oracle
         self.requirements = Requirements(preemptive=True, clairvoyant=oracle)
         self._live: dict[str, JobView] = {}  # jobs started by the policy and not seen stopped since
@@ -380,6 +390,8 @@ class Hindsight(OrderedPolicy):
 
     def reset(self) -> None:
         super().reset()
+        self.place.unreserve()
+        self.reservations = 0
         self.predictor.clear()
         self._live.clear()
         self._free_after = -1
@@ -402,13 +414,65 @@ class Hindsight(OrderedPolicy):
 
     def mechanisms(self) -> dict[str, float]:
         errs = sorted(self._errors)
-        out = {"starvation_promotions": float(self.order.promotions), "predicted_jobs": float(len(errs))}
+        out = {"starvation_promotions": float(self.order.promotions), "predicted_jobs": float(len(errs)),
+               "starvation_reservations": float(self.reservations)}
         if errs:
             out["predictor_median_rel_error"] = round(errs[len(errs) // 2], 6)
             logs = sorted(self._log_ratios)
             out["predictor_median_log2_ratio"] = round(logs[len(logs) // 2], 6)
             out["predictor_p10_p90_coverage"] = round(self._covered / len(errs), 6)
         return out
+
+    def _keep_reservation(self, view: SchedulerView) -> None:
+        """Rule 4's reservation: dropped once its job is no longer queued and promoted; else given to the earliest
+        promoted queued job (the domain its placement needs: one server, or one rack; none beyond a rack)."""
+        place, boost = self.place, self.order.promoted()
+        held = place.reserved_for
+        if held is not None:
+            if held in boost and view.job(held).status is JobStatus.PENDING:
+                return
+            place.unreserve()
+        waiting = [job for job in map(view.job, boost) if job.status is JobStatus.PENDING]
+        if not waiting:
+            return
+        job = min(waiting, key=lambda j: j.seq)
+        domain = self._domain(job, view)
+        if domain:
+            place.reserve(job.job_id, domain, view.cluster)
+            self.reservations += 1
+
+    def _domain(self, job: JobView, view: SchedulerView) -> list[int] | None:
+        """The servers of the one-type server (or rack) where ``job`` would find the most GPUs free or held by
+        jobs it may evict (the others drain: nothing new starts there); ties: its faster type, then the lower
+        index."""
+        cluster, n = view.cluster, job.num_gpus
+        level = best_level(cluster, n)
+        if level == L0:
+            domains = [[s] for s in range(cluster.num_servers) if len(cluster.server_gpus[s]) >= n]
+        elif level == L1:
+            domains = [list(servers) for servers in cluster.rack_servers
+                       if sum(len(cluster.server_gpus[s]) for s in servers) >= n]
+        else:
+            return None
+        rank = {t: i for i, t in enumerate(self.place.type_order(job, cluster))}
+        order, cap = self.order, self.order.max_preemptions
+        best: tuple[int, int, int] | None = None
+        chosen: list[int] | None = None
+        for i, servers in enumerate(domains):
+            types = {cluster.gpu_type[g] for s in servers for g in cluster.server_gpus[s]}
+            if len(types) != 1:
+                continue
+            room = 0
+            for s in servers:
+                for g in cluster.server_gpus[s]:
+                    holders = view.gpu_jobs(g)
+                    if all(view.job(h).preemptions < cap and order.queue(view.job(h)) >= order.hysteresis
+                           for h in holders):
+                        room += 1
+            key = (-room, rank[types.pop()], i)
+            if best is None or key < best:
+                best, chosen = key, servers
+        return chosen
 
     def _learn(self, view: SchedulerView) -> None:
         """Record the GPU-time of the jobs that finished since the last pass (only after a pass that freed GPUs
@@ -435,6 +499,11 @@ class Hindsight(OrderedPolicy):
         if self._free_after >= 0 and view.num_free > self._free_after:
             self._learn(view)
         self.order.hetero = len(view.cluster.gpu_types) > 1
+        if self.reserve:
+            self._keep_reservation(view)
+            # the pass's failure memo keys a placement answer by GPU count and model; a reservation makes it depend
+            # on the job as well, so the memo is off while one holds
+            self.memo = self.place.reserved_for is None
         out = super().schedule(view)
         free = view.num_free
         for d in out:

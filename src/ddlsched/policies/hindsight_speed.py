@@ -9,6 +9,7 @@ GPU's pace. On a cluster of one GPU type none of this changes anything: the fact
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ddlsched.cluster.topology import Cluster
@@ -44,9 +45,15 @@ class FastestTypeConsolidated(PlacementStrategy):
     free_only = False  # the answer depends on the job's model, not only on its GPU count
 
     def __init__(self) -> None:
+        self.reserved_for: str | None = None  # a starving job the GPUs of ``_reserved`` are kept for
+        self._reserved: dict[int, frozenset[int]] = {}  # server → its GPUs hidden from every other job
         self._levels: dict[tuple[int, int], int] = {}
         self._hide: dict[tuple[int, str], dict[int, frozenset[int]]] = {}  # (id(cluster), type) → other GPUs
         self._order: dict[tuple[int, str], list[str]] = {}  # (id(cluster), model) → types, fastest first
+
+    def type_order(self, job: JobView, cluster: Cluster) -> list[str]:
+        """The cluster's GPU types, the job's fastest first (ties: type name)."""
+        return self._types(job, cluster)
 
     def _types(self, job: JobView, cluster: Cluster) -> list[str]:
         key = (id(cluster), job.model_name)
@@ -64,6 +71,18 @@ class FastestTypeConsolidated(PlacementStrategy):
                                      if cluster.gpu_type[gs[0]] != gpu_type}
         return got
 
+    def reserve(self, job_id: str, servers: Sequence[int], cluster: Cluster) -> None:
+        """Keep every GPU of ``servers`` for ``job_id``: no other job is placed there until :meth:`unreserve`."""
+        self.reserved_for = job_id
+        self._reserved = {s: frozenset(cluster.server_gpus[s]) for s in servers}
+
+    def unreserve(self) -> None:
+        self.reserved_for = None
+        self._reserved = {}
+
+    def reserved_servers(self) -> list[int]:
+        return sorted(self._reserved)
+
     def memo_key(self, job: JobView, view: SchedulerView) -> tuple[Any, ...] | None:
         """The GPU count, and on several GPU types the model (its type order; ``_types`` is cached by model name,
         so the answer reads nothing else of the job)."""
@@ -73,6 +92,8 @@ class FastestTypeConsolidated(PlacementStrategy):
 
     def place(self, job: JobView, alloc: FreeIndex, view: SchedulerView) -> list[int] | None:
         n = job.num_gpus
+        if self.reserved_for is not None and job.job_id != self.reserved_for:
+            alloc = MemoryFiltered(alloc, self._reserved)
         if n > alloc.num_free:
             return None
         cluster = view.cluster
