@@ -52,6 +52,20 @@ def folded_offsets(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]]) -> 
     return out
 
 
+FOR_GOOD = 1e9  # lock_iterations that outlasts any run: the lock for the job's whole life (assumption B2)
+HOLD_PERIODS = 0.1  # an offset "holds" while it stays this close (in periods) to its first measured value
+
+
+def hold_iterations(offsets: Sequence[float]) -> int:
+    """How many of ring a's first iterations (while b runs) keep the folded offset within :data:`HOLD_PERIODS`
+    of its first measured value."""
+    vals = [x for x in offsets if x == x]
+    n = 0
+    while n < len(vals) and abs(vals[n] - vals[0]) <= HOLD_PERIODS:
+        n += 1
+    return n
+
+
 def window_means(xs: Sequence[float], windows: Sequence[tuple[int, int]]) -> list[float]:
     """Mean of the finite values of ``xs`` (1-based iteration indices) in each window; nan where none."""
     out = []
@@ -71,10 +85,12 @@ def summarise(runs: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]
     rows = []
     for name, (a, b) in runs.items():
         it = [r["end"] - r["start"] for r in a]
-        rows.append({"start": name, "windows": [f"{lo}–{min(hi, n)}" for lo, hi in wins],
+        offsets = folded_offsets(a, b)
+        rows.append({"start": name, "hold_iterations": hold_iterations(offsets),
+                     "windows": [f"{lo}–{min(hi, n)}" for lo, hi in wins],
                      "iteration_s": [round(x, 4) for x in window_means(it, wins)],
                      "iteration_over_alone": [round(x / t_alone, 3) for x in window_means(it, wins)],
-                     "offset_periods": [round(x, 3) for x in window_means(folded_offsets(a, b), wins)]})
+                     "offset_periods": [round(x, 3) for x in window_means(offsets, wins)]})
     return {"alone": {"compute_s": round(c, 4), "comm_s": round(m, 4), "iteration_s": round(t_alone, 4)},
             "locked": {"aligned_s": round(c + 2 * m, 4), "opposite_s": round(c + m, 4)},
             "iterations": n, "rows": rows}
@@ -93,6 +109,10 @@ def markdown(s: dict[str, Any]) -> str:
                      + " |")
         lines.append(f"| {r['start']} | offset (periods) | " + " | ".join(f"{x:.2f}" for x in r["offset_periods"])
                      + " |")
+    holds = ", ".join(f"{r['start']} {r['hold_iterations']}" for r in s["rows"] if "hold_iterations" in r)
+    if holds:
+        lines += ["", f"start offset held (within {HOLD_PERIODS} of a period of its first value) for: {holds} "
+                  "iterations"]
     return "\n".join(lines)
 
 
@@ -105,11 +125,13 @@ def predictions(n: int, calibration: dict[str, Any] | None) -> str:
     from ddlsched.testbed.scenarios import phase_pair, tb32
 
     scaled = scaled_cluster(tb32(), nic_mbit=100.0)
-    lines = ["| start | phased_tcp, random phases | phased_tcp, locked | maxmin |", "|---|---:|---:|---:|"]
+    lines = ["| start | phased_tcp, random phases | phased_tcp (locked 6 iterations, then random) | "
+             "phased_tcp, locked for good | maxmin |", "|---|---:|---:|---:|---:|"]
     for name, offset in (("aligned", 0.0), ("opposite", 0.5)):
         jobs = phase_pair(name, name, 1.0, offset, n).jobs
         cells = []
-        for model, extra in (("phased_tcp", {"phase_lock": False}), ("phased_tcp", None), ("maxmin", None)):
+        for model, extra in (("phased_tcp", {"phase_lock": False}), ("phased_tcp", None),
+                             ("phased_tcp", {"lock_iterations": FOR_GOOD}), ("maxmin", None)):
             a = predict(scaled, jobs, model, calibration, extra=extra)["a"]
             cells.append(f"{a.jct_s / a.iters:.3f}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")

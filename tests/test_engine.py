@@ -283,3 +283,34 @@ def test_jobs_given_out_of_arrival_order_run_as_if_sorted_ties_in_input_order() 
     assert order(jobs) == [j.job_id for j in jobs]
     shuffled = [jobs[i] for i in (9, 3, 0, 7, 1, 5, 8, 2, 6, 4)]  # ties (j0, j1), (j2, j3), … swapped in part
     assert order(shuffled) == ["j0", "j1", "j3", "j2", "j5", "j4", "j7", "j6", "j9", "j8"]
+
+
+def test_default_physics_locks_equal_rings_for_their_first_iterations_without_asking_the_policy():
+    # two equal rings on the same 4 NICs from t = 0, aligned: LOCK_ITERATIONS iterations sharing every all-reduce
+    # (2·RING4 each), then the random-phase fixed point; the lock's end re-times both jobs but is no instant for the
+    # policy (it is asked at the arrival and at the completions only)
+    from ddlsched.perf import make_perf_model
+    from ddlsched.perf.base import Placement
+    from ddlsched.perf.phase_lock import LOCK_ITERATIONS
+
+    c = cluster4x4()
+    free = make_perf_model("phased_tcp", c, phase_lock=False)
+    free.add(Placement("a", spread(0), PROF))
+    t_random = free.add(Placement("b", spread(1), PROF))["b"].total_s
+
+    class Counting(Scripted):
+        calls = 0
+
+        def schedule(self, view):
+            Counting.calls += 1
+            return super().schedule(view)
+
+    jobs = [JobSpec("a", 0.0, 4, "m", iterations=20), JobSpec("b", 0.0, 4, "m", iterations=20)]
+    r = run_simulation(c, jobs, Counting({"a": spread(0), "b": spread(1)}), catalog=CAT)
+    n = LOCK_ITERATIONS
+    for x in r.records:
+        assert x["jct_s"] == pytest.approx(n * (0.05 + 2 * RING4) + (20 - n) * t_random, rel=1e-9)
+    assert Counting.calls == 2
+    off = run_simulation(c, jobs, Scripted({"a": spread(0), "b": spread(1)}),
+                         SimConfig(perf_params={"phase_lock": False}), catalog=CAT)
+    assert off.records[0]["jct_s"] == pytest.approx(20 * t_random, rel=1e-9)

@@ -54,10 +54,36 @@ def test_summary_uses_the_alone_run_for_the_locked_predictions() -> None:
 
 def test_model_predictions_for_the_pair() -> None:
     """Random phases and maxmin do not depend on the start offset (up to the half period b starts later, 1 % of
-    20 iterations); locking does, in opposite directions."""
+    20 iterations); locking for good does, in opposite directions; the default (locked for its first 6 iterations,
+    then random) lies between the two, on the locked side of random phases for either start."""
     rows = [line.split("|")[1:-1] for line in opt.predictions(20, None).splitlines()[2:]]
-    (name_a, rand_a, lock_a, mm_a), (name_o, rand_o, lock_o, mm_o) = rows
+    (name_a, rand_a, six_a, lock_a, mm_a), (name_o, rand_o, six_o, lock_o, mm_o) = rows
     assert name_a.strip() == "aligned" and name_o.strip() == "opposite"
     assert math.isclose(float(rand_a), float(rand_o), rel_tol=0.01)
     assert math.isclose(float(mm_a), float(mm_o), rel_tol=0.01)
     assert float(lock_o) < float(rand_o) < float(lock_a) <= float(mm_a) + 1e-9
+    assert float(lock_o) < float(six_o) < float(rand_o) < float(six_a) < float(lock_a)
+
+
+def test_hold_counts_the_leading_iterations_near_the_first_offset() -> None:
+    assert opt.hold_iterations([0.5, 0.48, float("nan"), 0.41, 0.39, 0.5]) == 3
+    assert opt.hold_iterations([0.0, 0.11]) == 1
+    assert opt.hold_iterations([]) == 0
+
+
+def test_the_default_lock_length_is_the_measured_median_hold() -> None:
+    """phased_tcp's lock_iterations is the median hold of the saved testbed runs (both starts, both runs)."""
+    import statistics
+    from pathlib import Path
+
+    from ddlsched.perf.phase_lock import LOCK_ITERATIONS
+    from ddlsched.testbed.executor import read_iterations
+
+    root = Path(__file__).resolve().parents[1] / "benchmarks" / "offset_persistence_results"
+    holds = []
+    for run in ("run1", "run2"):
+        for start in ("aligned", "opposite"):
+            a, b = (read_iterations(root / run / start / f"{j}.jsonl") for j in "ab")
+            holds.append(opt.hold_iterations(opt.folded_offsets(a, b)))
+    assert sorted(holds) == [2, 6, 6, 8]
+    assert statistics.median(holds) == LOCK_ITERATIONS

@@ -1,6 +1,7 @@
 """``phased_tcp``'s phase locking (docs/physics.md §15, ``perf/phase_lock.py``): rings of equal period keep the
-offset they started with, so with the caller's clock the model gives the hand-computed steady states of §11
-(opposite phases: no slow-down; aligned: both share every all-reduce; an offset δ < m0: 2·m0 − δ each)."""
+offset they started with for their first ``lock_iterations`` iterations, so with the caller's clock the model gives
+the hand-computed steady states of §11 (opposite phases: no slow-down; aligned: both share every all-reduce; an
+offset δ < m0: 2·m0 − δ each), and random phases once the lock has ended."""
 
 import math
 
@@ -12,7 +13,7 @@ from ddlsched.cluster.topology import Cluster, GPUType, ServerSpec
 from ddlsched.errors import ConfigError
 from ddlsched.perf import make_perf_model
 from ddlsched.perf.base import Placement
-from ddlsched.perf.phase_lock import LOCK_MAX, equal_periods
+from ddlsched.perf.phase_lock import LOCK_ITERATIONS, LOCK_MAX, equal_periods
 from ddlsched.perf.phased_exact import phased_job
 from ddlsched.testbed.predict import JobRun, replay
 from ddlsched.workload.profiles import ModelProfile
@@ -114,6 +115,66 @@ def test_bad_phase_lock_is_refused():
         make_perf_model("phased_tcp", rack(), phase_lock="yes")
 
 
+def test_the_lock_ends_after_lock_iterations_then_phases_are_random():
+    pm, m0 = pair(offset_s=0.0)  # aligned from t = 0: 2·m0 each, a period of 3·m0, while locked
+    free, _ = pair(offset_s=0.0, lock=False)
+    end = pm.next_change()
+    assert end == pytest.approx(LOCK_ITERATIONS * 3 * m0, rel=1e-12)
+    assert pm.advance(end * (1 - 1e-9)) == {}  # not yet
+    assert pm.current("a").comm_s == pytest.approx(2 * m0, rel=1e-9)
+    changed = pm.advance(end)
+    assert sorted(changed) == ["a", "b"]
+    for k in "ab":
+        assert pm._rate[k] == free._rate[k]  # the random-phase fixed point, the same floats
+        assert changed[k].comm_s == pytest.approx(2 ** 0.5 * m0, rel=1e-6)
+    assert pm.next_change() == math.inf
+    assert pm.advance(10 * end) == {}  # an ended lock stays ended while the component is unchanged
+
+
+def test_a_change_after_the_lock_ended_locks_the_new_component():
+    pm, m0 = pair(offset_s=0.0)
+    c = rack()
+    pm.advance(pm.next_change())
+    assert pm.next_change() == math.inf
+    t = 20 * m0
+    pm.advance(t)
+    pm.add(ring(c, 2, m0 / m0_and_c_per_ms()[1]))  # a third equal ring on the same NICs
+    assert t < pm.next_change() < math.inf
+    pm.advance(t + m0)
+    pm.remove("c")  # back to a and b: locked again from their offsets then
+    assert t + m0 < pm.next_change() < math.inf
+
+
+def test_lock_iterations_is_a_parameter():
+    m0 = m0_and_c_per_ms()[0]
+    c = rack()
+    pm = make_perf_model("phased_tcp", c, lock_iterations=2)
+    pm.advance(0.0)
+    pm.add(ring(c, 0, m0 / m0_and_c_per_ms()[1]))
+    pm.add(ring(c, 1, m0 / m0_and_c_per_ms()[1]))
+    assert pm.next_change() == pytest.approx(2 * 3 * m0, rel=1e-12)
+    assert pm.params()["lock_iterations"] == 2.0
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, True, "6"])
+def test_bad_lock_iterations_is_refused(bad):
+    with pytest.raises(ConfigError, match="lock_iterations"):
+        make_perf_model("phased_tcp", rack(), lock_iterations=bad)
+
+
+def test_replay_ends_the_lock_after_lock_iterations():
+    # an aligned pair of 20 iterations: LOCK_ITERATIONS at the locked period 3·m0, the rest at random phases
+    m0, per_ms = m0_and_c_per_ms()
+    c = rack()
+    g = c.server_gpus
+    jobs = [JobRun(k, tuple(g[s][i] for s in range(4)), 100.0, 20, m0 / per_ms) for i, k in enumerate("ab")]
+    pred = replay(make_perf_model("phased_tcp", c), jobs)
+    n = LOCK_ITERATIONS
+    for k in "ab":
+        assert pred[k].jct_s == pytest.approx(n * 3 * m0 + (20 - n) * (1 + 2 ** 0.5) * m0, rel=1e-6)
+        assert pred[k].comm_s == pytest.approx((n * 2 * m0 + (20 - n) * 2 ** 0.5 * m0) / 20, rel=1e-6)
+
+
 def test_equal_periods_and_group_size():
     c = rack()
     cap = [link.capacity_Bps for link in c.links]
@@ -179,6 +240,14 @@ def test_clocked_properties(spec, leave):
             load[lid] += m * j.bytes_per_hop / t.total_s  # the ring's mean bytes/s on the link
     for lid, x in enumerate(load):
         assert x <= cap[lid] * (1 + 1e-6), c.links[lid].name
+    end = pm.next_change()
+    assert end > now
+    if end < math.inf:  # the locks that end: every time stays finite and not faster than alone
+        pm.advance(end)
+        assert pm.next_change() > end
+        for p in ps:
+            assert pm.current(p.job_id).total_s >= pm.isolated(p).total_s * (1 - 1e-9)
+        now = end
     if leave and len(ps) > 1:
         pm.advance(now + 0.3)
         pm.remove(ps[0].job_id)

@@ -46,6 +46,7 @@ from ddlsched.workload.jobspec import JobSpec
 from ddlsched.workload.profiles import ModelCatalog, ModelProfile
 
 COMPLETE = 0
+PHYSICS = 1  # the physics' times change with time alone (``PerfModel.next_change``: a phase lock ends)
 
 
 def _first_two(entry: tuple[Any, int, JobView]) -> tuple[Any, int]:
@@ -175,6 +176,11 @@ class FluidModel(ExecutionModel):
                 name = "sharing"
             perf = make_perf_model(name, cluster, **params)
         self.perf = perf
+        # a physics whose times also change with time (phased_tcp's phase locks) is told the clock and woken
+        self._clocked = type(perf).next_change is not PerfModel.next_change
+        self._physics_version = 0  # the PHYSICS event that counts; earlier ones are stale
+        self._physics_at = math.inf  # when it is due
+        self._job_event = False  # this instant had an arrival or a completion (not only PHYSICS events)
         self.max_jobs_per_gpu = max(1, requirements.jobs_per_gpu)
         self.restart_penalty_s = settings.restart_penalty_s
         self.preemptive = requirements.preemptive
@@ -264,6 +270,7 @@ class FluidModel(ExecutionModel):
 
     def arrive(self, st: JobState) -> None:
         assert isinstance(st, FluidJob)
+        self._job_event = True
         self._enqueue(st, self.ctx.now, in_order=True)
 
     # ---------------------------------------------------------------- queue indexes
@@ -310,13 +317,42 @@ class FluidModel(ExecutionModel):
 
     # ---------------------------------------------------------------- events and passes
     def is_stale(self, kind: int, key: str, version: int) -> bool:
+        if kind == PHYSICS:
+            return version != self._physics_version
         st = self.states[key]
         return st.version != version or st.status is not JobStatus.RUNNING
 
     def on_event(self, kind: int, key: str, version: int) -> None:
-        self._finish(self.states[key], self.ctx.now)
+        now = self.ctx.now
+        if kind == PHYSICS:
+            self._physics_at = math.inf
+            self._retime(self.perf.advance(now), now)
+            self._wake_physics()
+            return
+        self._job_event = True
+        self._finish(self.states[key], now)
+
+    def _tell_time(self, now: float) -> None:
+        """Before the physics changes: give it the clock (and retime what changed with time by now)."""
+        if self._clocked:
+            changed = self.perf.advance(now)
+            if changed:
+                self._retime(changed, now)
+
+    def _wake_physics(self) -> None:
+        """After the physics changed: a PHYSICS event at its next time-only change, if that moved."""
+        if self._clocked:
+            t = self.perf.next_change()
+            if t != self._physics_at:
+                self._physics_version += 1
+                self._physics_at = t
+                if t < math.inf:
+                    self.ctx.push(t, PHYSICS, "", self._physics_version)
 
     def wants_pass(self, woken: bool) -> bool:
+        job_event, self._job_event = self._job_event, False
+        if not (woken or job_event) and self._clocked:
+            return False  # only the physics changed at this instant: the policy is not asked (nothing it sees did)
         if woken or self.preemptive:
             return True
         if not self.pending:
@@ -443,6 +479,7 @@ class FluidModel(ExecutionModel):
         self.running[st.job_id] = st
         if self._audit:
             self.ctx.audit("start", st.job_id, st.done_iters)
+        self._tell_time(now)
         changed = self.perf.add(Placement(st.job_id, gpus, st.profile, d.accum_steps, own))
         alone = self.perf.alone(st.job_id)
         st.alone_c, st.alone_m = alone.compute_s, alone.comm_s
@@ -450,6 +487,7 @@ class FluidModel(ExecutionModel):
         st.d_het = min(max(alone.compute_s - st.ideal_c, 0.0), max(excess, 0.0))
         st.d_spr = excess - st.d_het
         self._retime(changed, now)
+        self._wake_physics()
 
     def _retime(self, changed: Mapping[str, IterationTime], now: float) -> None:
         for jid, t in changed.items():
@@ -480,10 +518,12 @@ class FluidModel(ExecutionModel):
                 raise SimulationError(f"t={now}: GPU {g} memory below 0")
         self.free.release(freed)
         self._busy_gpus -= len(freed)
+        self._tell_time(now)
         changed = self.perf.remove(st.job_id)
         st.iter_time = None
         st.version += 1
         self._retime(changed, now)
+        self._wake_physics()
 
     def _preempt(self, d: Preempt, now: float) -> None:
         st = self.states.get(d.job_id)
@@ -508,4 +548,4 @@ class FluidModel(ExecutionModel):
         self.ctx.complete(st)
 
 
-__all__ = ["COMPLETE", "FluidJob", "FluidModel"]
+__all__ = ["COMPLETE", "PHYSICS", "FluidJob", "FluidModel"]

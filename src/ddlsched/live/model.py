@@ -192,6 +192,9 @@ class LiveModel(FluidModel):
         # the unexplained remainder may be < 0 (module docstring). Set on the instance: the compiled core reads the
         # base class's attribute slot, where a class attribute of this plain-Python subclass is not seen
         self.nonphysical = frozenset({"contention_s"})
+        # the engine's copy of the physics only estimates (times are the executor's): not told the clock, so no
+        # PHYSICS events here; a twin's own physics is (live/sim_executor.py)
+        self._clocked = False
         self.executor = executor
         self.clock = clock
         self.grace_s = grace_s

@@ -156,6 +156,7 @@ class SimExecutor:
         self.launches += 1
         j = self.jobs[launch.job_id] = _Job(launch.job_id, launch.attempt, work, done, t, t + startup,
                                             self.launches)
+        self._retime(perf.advance(t), t)  # the physics' clock (phased_tcp's phase locks), as the simulator's
         self._retime(perf.add(Placement(launch.job_id, tuple(launch.gpus), self._profile(launch))), t)
         self._push(j.resume, _STARTUP, j)
 
@@ -262,6 +263,7 @@ class SimExecutor:
     def _stop(self, j: _Job, t: float) -> None:
         """The job stops iterating at ``t`` and leaves the physics (the others are re-timed)."""
         j.stopped = True
+        self._retime(self._perf().advance(t), t)
         self._retime(self._perf().remove(j.job_id), t)
 
     def _retime(self, changed: Mapping[str, object], t: float) -> None:
@@ -289,9 +291,13 @@ class SimExecutor:
             heapq.heappop(fins)
         return None, math.inf
 
+    def _physics_time(self) -> float:
+        """When the physics' times next change with time alone (``PerfModel.next_change``)."""
+        return self.perf.next_change() if self.perf is not None else math.inf
+
     def _next_time(self) -> float:
         nxt = self._heap[0][0] if self._heap else math.inf
-        return min(nxt, self._first_finish()[1])
+        return min(nxt, self._first_finish()[1], self._physics_time())
 
     def _advance(self, to: float) -> None:
         """Process every internal event up to run second ``to``, in time order."""
@@ -299,11 +305,15 @@ class SimExecutor:
         while True:
             t_heap = heap[0][0] if heap else math.inf
             fin, t_fin = self._first_finish()
-            t = min(t_heap, t_fin)
+            t_phys = self._physics_time()
+            t = min(t_heap, t_fin, t_phys)
             if t > to or (self._out and t > self._out[-1].time_s):
                 return  # one instant's reports at a time: the loop decides at that instant before the twin moves on
             t = max(t, self._t)
             self._t = t
+            if t_phys < min(t_heap, t_fin):  # a phase lock ends: re-time, no report
+                self._retime(self._perf().advance(t), t)
+                continue
             if fin is not None and t_fin <= t_heap:
                 self._finish(fin, t)
                 continue
@@ -318,6 +328,7 @@ class SimExecutor:
 
     def _finish(self, j: _Job, t: float) -> None:
         j.done = j.work
+        self._retime(self._perf().advance(t), t)
         del self.jobs[j.job_id]
         self._retime(self._perf().remove(j.job_id), t)
         self._emit(EventKind.FINISHED, j, t, iterations=j.work)

@@ -14,6 +14,7 @@ docs/policies/adadual.md §2):
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -107,6 +108,18 @@ class PerfModel(ABC):
     @abstractmethod
     def remove(self, job_id: str) -> Mapping[str, IterationTime]:
         """Unregister a job; return the new times of the jobs that changed because it left."""
+
+    # -- time (optional): models whose times also change as time passes ---------------------------------------
+    def advance(self, now: float) -> Mapping[str, IterationTime]:
+        """Tell the model the current time (seconds, never decreasing): before every ``add``/``remove``, and at
+        :meth:`next_change`. Returns the jobs whose time changed because time passed (``phased_tcp``: a phase
+        lock that ended, docs/physics.md §15). By default time changes nothing."""
+        return {}
+
+    def next_change(self) -> float:
+        """The earliest time at which a job's iteration time changes with no ``add``/``remove`` (``math.inf``:
+        none); a caller that passes the clock calls :meth:`advance` then."""
+        return math.inf
 
     def isolated(self, placement: Placement) -> IterationTime:
         """The job's time with this placement alone in the cluster (no state change)."""

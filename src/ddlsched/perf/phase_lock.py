@@ -20,6 +20,11 @@ from collections.abc import Mapping, Sequence
 
 from ddlsched.perf.phased_exact import PhaseClock, PhasedJob
 
+LOCK_ITERATIONS = 6.0
+"""Iterations for which a component's rings keep the offsets they had when it formed (``phased_tcp``'s
+``lock_iterations``): measured on the emulated cluster, two equal 4-rings started aligned and opposite, two runs
+each, kept their start offset within 0.1 of a period for 2, 6, 6 and 8 iterations, median 6
+(``benchmarks/offset_persistence_testbed.py --reuse``, docs/physics.md §15); afterwards random phases."""
 LOCK_MAX = 4  # at most this many rings in a component replayed as a locked group (else the fluid expectation)
 PERIOD_TOL = 1e-6  # alone periods within this relative difference count as equal
 WARMUP = 2  # iterations of each ring left out of the mean (the group settles into its steady state)

@@ -38,7 +38,13 @@ from typing import Any, ClassVar
 from ddlsched.cluster.topology import Cluster
 from ddlsched.perf.base import IterationTime
 from ddlsched.perf.duty_kernel import EXACT_SETS_MAX, DutyBatches, leave_one_out
-from ddlsched.perf.phase_lock import LOCK_MAX, equal_periods, locked_iterations, rate_for_iteration
+from ddlsched.perf.phase_lock import (
+    LOCK_ITERATIONS,
+    LOCK_MAX,
+    equal_periods,
+    locked_iterations,
+    rate_for_iteration,
+)
 from ddlsched.perf.phased import PhasedContention, duty_fixed_point
 from ddlsched.perf.phased_exact import PhasedJob
 from ddlsched.perf.tcp_share import DEFAULT_EXPONENT, DEFAULT_OWN_QUEUE, check_params, tcp_allocation
@@ -71,34 +77,71 @@ class PhasedTcpContention(PhasedContention):
     # the constructor's keyword parameters, for ``perf.constructor_params`` when this module is compiled
     init_params: ClassVar[Mapping[str, str]] = {
         "efficiency": "float", "overlap": "float", "tcp_exponent": "float", "tcp_own_queue": "float",
-        "phase_lock": "bool"}
+        "phase_lock": "bool", "lock_iterations": "float"}
 
     def __init__(self, cluster: Cluster, efficiency: float = 1.0, overlap: float = 0.0,
                  tcp_exponent: float = DEFAULT_EXPONENT, tcp_own_queue: float = DEFAULT_OWN_QUEUE,
-                 phase_lock: bool = True) -> None:
+                 phase_lock: bool = True, lock_iterations: float = LOCK_ITERATIONS) -> None:
         super().__init__(cluster, efficiency, overlap)
         check_params(tcp_exponent, tcp_own_queue)
         if not isinstance(phase_lock, bool):
             raise ValueError(f"phase_lock must be true or false, not {phase_lock!r}")
+        if isinstance(lock_iterations, bool) or not isinstance(lock_iterations, (int, float)) \
+                or not lock_iterations > 0:
+            raise ValueError(f"lock_iterations must be a number > 0 (a large one locks for the component's "
+                             f"whole life), not {lock_iterations!r}")
         self.tcp_exponent = tcp_exponent
         self.tcp_own_queue = tcp_own_queue
         self.phase_lock = phase_lock
+        self.lock_iterations = float(lock_iterations)
         self._now: float | None = None  # the caller's clock, once it calls advance (phase locking needs it)
         self._ref: dict[str, tuple[float, float]] = {}  # job → (time, iterations done then) under its current pace
+        self._lock_end: dict[frozenset[str], float] = {}  # locked component → when its lock ends
+        self._unlocked: set[frozenset[str]] = set()  # components whose lock ended: random phases until they change
+        self._lock_of: dict[str, frozenset[str]] = {}  # job → the locked or unlocked component it belongs to
+        self._next_end = math.inf  # min(self._lock_end.values())
 
     def params(self) -> dict[str, Any]:
         return {**super().params(), "tcp_exponent": self.tcp_exponent, "tcp_own_queue": self.tcp_own_queue,
-                "phase_lock": self.phase_lock}
+                "phase_lock": self.phase_lock, "lock_iterations": self.lock_iterations}
 
     # ------------------------------------------------------------------ phase locking (the caller's clock)
-    def advance(self, now: float) -> None:
-        """Tell the model the time of the next ``add``/``remove`` (seconds, never decreasing). A caller that does
-        so before every call lets the model follow each job's progress through its iterations, and so replay a
-        component of rings with equal periods from their actual offsets (:mod:`ddlsched.perf.phase_lock`);
-        without it every component is solved with random phases."""
+    def advance(self, now: float) -> Mapping[str, IterationTime]:
+        """Tell the model the time of the next ``add``/``remove`` (seconds, never decreasing), and end the locks
+        due by then. A caller that does so before every call and at :meth:`next_change` lets the model follow
+        each job's progress through its iterations, and so replay a component of rings with equal periods from
+        their actual offsets for its first ``lock_iterations`` iterations (:mod:`ddlsched.perf.phase_lock`);
+        without it every component is solved with random phases. Returns the jobs whose time changed: those of
+        components whose lock ended (solved with random phases from then on)."""
         if self._now is not None and now < self._now:
             raise ValueError(f"phased_tcp: time went back from {self._now} to {now}")
         self._now = now
+        if now < self._next_end:
+            return {}
+        changed: dict[str, IterationTime] = {}
+        for key in sorted((k for k, t in self._lock_end.items() if t <= now), key=sorted):
+            del self._lock_end[key]
+            comp = set(key)
+            if self._component(min(key)) != comp:  # no longer a component as it was (cannot lock again as it)
+                self._forget(key)
+                continue
+            self._unlocked.add(key)
+            changed.update(self._recompute(comp))
+        self._next_end = min(self._lock_end.values(), default=math.inf)
+        return changed
+
+    def next_change(self) -> float:
+        """When the earliest phase lock ends (``math.inf``: none holds)."""
+        return self._next_end
+
+    def _forget(self, key: frozenset[str]) -> None:
+        """Drop a (formerly) locked component that no longer exists as it was."""
+        for k in key:
+            if self._lock_of.get(k) == key:
+                del self._lock_of[k]
+        self._unlocked.discard(key)
+        if self._lock_end.pop(key, None) is not None:
+            self._next_end = min(self._lock_end.values(), default=math.inf)
 
     def _progress(self, k: str, now: float) -> float:
         t0, p0 = self._ref[k]
@@ -108,21 +151,30 @@ class PhasedTcpContention(PhasedContention):
     def _recompute(self, comp: set[str]) -> dict[str, IterationTime]:
         now = self._now
         if now is not None:
+            key = frozenset(comp)
             for k in comp:  # rebase every job of the component on its pace so far
                 self._ref[k] = (now, self._progress(k, now)) if k in self._times else (now, 0.0)
+                old = self._lock_of.get(k)
+                if old is not None and old != key:  # its component changed: a new lock, if any
+                    self._forget(old)
         return super()._recompute(comp)
 
     def remove(self, job_id: str) -> Mapping[str, IterationTime]:
         self._ref.pop(job_id, None)
+        old = self._lock_of.get(job_id)
+        if old is not None:
+            self._forget(old)
         return super().remove(job_id)
 
     def _locked(self, jobs: dict[str, PhasedJob]) -> dict[str, float] | None:
         """The rates of a component of 2 … LOCK_MAX rings of equal alone period, replayed from their current
-        offsets; None when the component is not one or the clock is unknown."""
+        offsets, until its rings have run ``lock_iterations`` iterations in it; None when the component is not
+        one, its lock has ended, or the clock is unknown."""
         now = self._now
         if not self.phase_lock or now is None or not 2 <= len(jobs) <= LOCK_MAX:
             return None
-        if not equal_periods(list(jobs.values())):
+        key = frozenset(jobs)
+        if key in self._unlocked or not equal_periods(list(jobs.values())):
             return None
         waits = {}
         for k in jobs:
@@ -132,6 +184,13 @@ class PhasedTcpContention(PhasedContention):
             else:
                 waits[k] = 0.0  # starting now
         periods = locked_iterations(list(jobs.values()), self._cap, waits, self.tcp_exponent, self.tcp_own_queue)
+        if key not in self._lock_end:
+            # the lock ends when the first of its rings has run lock_iterations iterations in it
+            end = now + min(waits[k] + self.lock_iterations * periods[k] for k in jobs)
+            self._lock_end[key] = end
+            self._next_end = min(self._next_end, end)
+        for k in jobs:
+            self._lock_of[k] = key
         return {k: rate_for_iteration(j, periods[k]) for k, j in jobs.items()}
 
     def solve(self, comp: set[str]) -> dict[str, float]:

@@ -135,6 +135,14 @@ class SharingPerf(PerfModel):
         touched = (set(changed_raw) | set(partners)) - {job_id}
         return {j: self._final(j) for j in sorted(touched)}
 
+    def advance(self, now: float) -> Mapping[str, IterationTime]:
+        changed_raw = self.inner.advance(now)
+        self._raw.update(changed_raw)
+        return {j: self._final(j) for j in sorted(changed_raw)}
+
+    def next_change(self) -> float:
+        return self.inner.next_change()
+
     def alone(self, job_id: str) -> IterationTime:
         raw = self.inner.alone(job_id)
         return IterationTime(raw.compute_s, self._cfactor[job_id] * raw.comm_s)

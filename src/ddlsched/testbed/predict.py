@@ -83,8 +83,8 @@ def replay(model: PerfModel, jobs: Sequence[JobRun]) -> dict[str, JobPrediction]
     remaining: dict[str, float] = {}
     times: dict[str, IterationTime] = {}
     now = 0.0
-    # a model that follows the jobs' phases (``phased_tcp``: docs/physics.md §15) is told the time of each change
-    tick = getattr(model, "advance", None)
+    # the model is told the time of each change, and when its times change with time alone (``phased_tcp``'s
+    # phase locks end: docs/physics.md §15) the replay stops there
     i = 0
     while i < len(pending) or remaining:
         next_start = pending[i].start_s if i < len(pending) else float("inf")
@@ -93,7 +93,8 @@ def replay(model: PerfModel, jobs: Sequence[JobRun]) -> dict[str, JobPrediction]
             t = now + rem * times[jid].total_s
             if t < next_finish:
                 next_finish, who = t, jid
-        t_next = min(next_start, next_finish)
+        t_job = min(next_start, next_finish)
+        t_next = min(t_job, max(now, model.next_change()))
         dt = t_next - now
         for jid in remaining:
             done = dt / times[jid].total_s if times[jid].total_s > 0 else remaining[jid]
@@ -101,8 +102,12 @@ def replay(model: PerfModel, jobs: Sequence[JobRun]) -> dict[str, JobPrediction]
             remaining[jid] -= done
             preds[jid].comm_total_s += done * times[jid].comm_s
         now = t_next
-        if tick is not None:
-            tick(now)
+        for jid, t in model.advance(now).items():
+            if jid in remaining:
+                times[jid] = t
+                preds[jid].phases.append((now, t.comm_s))
+        if t_next < t_job:
+            continue
         if next_finish <= next_start and who is not None:
             remaining.pop(who)
             times.pop(who)

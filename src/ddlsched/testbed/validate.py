@@ -198,9 +198,11 @@ EXTRA_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "phased[exact,fairness=tcp]": ("phased", {"exact": True, "fairness": "tcp"}),
     # the same with TCP's uneven split as calibrated noise on the shares (docs/physics.md §14)
     "phased[exact,fairness=tcp,split]": ("phased", {"exact": True, "fairness": "tcp", "split": True}),
-    # phased_tcp as `simulate` runs it: random phases (the replay passes the clock, so plain `phased_tcp` here locks
-    # equal rings to their start offsets: docs/physics.md §15)
+    # plain `phased_tcp` is the default as `simulate` runs it (given the clock: rings of equal period locked to
+    # their offsets for their first 6 iterations, then random phases; docs/physics.md §15); these are its two
+    # limits: random phases throughout, and locked for the component's whole life
     "phased_tcp[phase_lock=false]": ("phased_tcp", {"phase_lock": False}),
+    "phased_tcp[lock_iterations=1e9]": ("phased_tcp", {"lock_iterations": 1e9}),
 }
 
 
