@@ -38,3 +38,15 @@ def test_pooled_table_of_the_three_runs(capsys: pytest.CaptureFixture[str], tmp_
     assert random_phases.startswith("| `phased_tcp[phase_lock=false]` | 4.8 / 23.8 / +31.5 % (run21:offset0.5/a) |")
     with pytest.raises(SystemExit):
         pooled.main([str(tmp_path / "missing")])
+
+
+def test_the_docs_first_table_is_the_pooled_acceptance_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/validation.md's default row is what pooling runs 22-24 (the default as shipped) prints."""
+    pooled = load_benchmark("validation_pooled")
+    assert pooled.main([str(RUNS / f"run{n}") for n in (22, 23, 24)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("| `phased_tcp` |"))
+    comm, jct = (c.strip() for c in line.split("|")[2:4])
+    doc = (RUNS.parents[1] / "docs" / "validation.md").read_text()
+    row = next(x for x in doc.splitlines() if x.startswith("| **`phased_tcp` (the default)** |"))
+    as_doc = [c.strip().replace(" %", "").replace("% ", "") for c in row.split("|")[2:4]]
+    assert comm.replace(" %", "") == as_doc[0] and jct.replace(" %", "") == as_doc[1], (comm, jct, as_doc)
