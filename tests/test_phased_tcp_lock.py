@@ -1,7 +1,8 @@
 """``phased_tcp``'s phase locking (docs/physics.md §15, ``perf/phase_lock.py``): rings of equal period keep the
 offset they started with for their first ``lock_iterations`` iterations, so with the caller's clock the model gives
 the hand-computed steady states of §11 (opposite phases: no slow-down; aligned: both share every all-reduce; an
-offset δ < m0: 2·m0 − δ each), and random phases once the lock has ended."""
+offset δ < m0: 2·m0 − δ each, without TCP's uneven split; with it aligned rings drift apart and opposite ones stay
+opposite), and random phases once the lock has ended."""
 
 import math
 
@@ -13,7 +14,14 @@ from ddlsched.cluster.topology import Cluster, GPUType, ServerSpec
 from ddlsched.errors import ConfigError
 from ddlsched.perf import make_perf_model
 from ddlsched.perf.base import Placement
-from ddlsched.perf.phase_lock import LOCK_ITERATIONS, LOCK_MAX, equal_periods
+from ddlsched.perf.phase_lock import (
+    DEFAULT_SPLIT,
+    LOCK_ITERATIONS,
+    LOCK_MAX,
+    SPLIT_DRAWS,
+    equal_periods,
+    locked_iterations,
+)
 from ddlsched.perf.phased_exact import phased_job
 from ddlsched.testbed.predict import JobRun, replay
 from ddlsched.workload.profiles import ModelProfile
@@ -39,11 +47,13 @@ def m0_and_c_per_ms() -> tuple[float, float]:
     return t.comm_s, t.compute_s / 1000.0
 
 
-def pair(offset_s: float, clock: bool = True, lock: bool = True, b_compute: float | None = None):
-    """Two 4-rings on the same NICs, compute = alone all-reduce (duty ½); b starts ``offset_s`` after a."""
+def pair(offset_s: float, clock: bool = True, lock: bool = True, b_compute: float | None = None,
+         split: float = 0.0):
+    """Two 4-rings on the same NICs, compute = alone all-reduce (duty ½); b starts ``offset_s`` after a; the
+    uneven split ``split`` (0: the TCP rule's even shares, the hand-computed cases)."""
     m0, per_ms = m0_and_c_per_ms()
     c = rack()
-    pm = make_perf_model("phased_tcp", c, phase_lock=lock)
+    pm = make_perf_model("phased_tcp", c, phase_lock=lock, split_noise=split)
     cms = m0 / per_ms
     if clock:
         pm.advance(0.0)
@@ -148,7 +158,7 @@ def test_a_change_after_the_lock_ended_locks_the_new_component():
 def test_lock_iterations_is_a_parameter():
     m0 = m0_and_c_per_ms()[0]
     c = rack()
-    pm = make_perf_model("phased_tcp", c, lock_iterations=2)
+    pm = make_perf_model("phased_tcp", c, lock_iterations=2, split_noise=0)
     pm.advance(0.0)
     pm.add(ring(c, 0, m0 / m0_and_c_per_ms()[1]))
     pm.add(ring(c, 1, m0 / m0_and_c_per_ms()[1]))
@@ -168,11 +178,46 @@ def test_replay_ends_the_lock_after_lock_iterations():
     c = rack()
     g = c.server_gpus
     jobs = [JobRun(k, tuple(g[s][i] for s in range(4)), 100.0, 20, m0 / per_ms) for i, k in enumerate("ab")]
-    pred = replay(make_perf_model("phased_tcp", c), jobs)
+    pred = replay(make_perf_model("phased_tcp", c, split_noise=0), jobs)
     n = LOCK_ITERATIONS
     for k in "ab":
         assert pred[k].jct_s == pytest.approx(n * 3 * m0 + (20 - n) * (1 + 2 ** 0.5) * m0, rel=1e-6)
         assert pred[k].comm_s == pytest.approx((n * 2 * m0 + (20 - n) * 2 ** 0.5 * m0) / 20, rel=1e-6)
+
+
+def test_the_split_pulls_aligned_rings_apart_and_leaves_opposite_ones():
+    # TCP's uneven split (docs/physics.md §14) in the locked replay: aligned rings share less than every
+    # all-reduce, more with a larger σ; opposite rings never meet, so their shares never matter
+    m0 = m0_and_c_per_ms()[0]
+    even, _ = pair(offset_s=0.0)
+    default, _ = pair(offset_s=0.0, split=DEFAULT_SPLIT)
+    wide, _ = pair(offset_s=0.0, split=0.3)
+    again, _ = pair(offset_s=0.0, split=DEFAULT_SPLIT)
+    for k in "ab":
+        assert m0 < wide.current(k).comm_s < default.current(k).comm_s < even.current(k).comm_s
+        assert default._rate[k] == again._rate[k]  # seeded draws: deterministic
+    opposite, _ = pair(offset_s=m0, split=0.3)
+    for k in "ab":
+        assert opposite.current(k).comm_s == pytest.approx(m0, rel=1e-9)
+    assert make_perf_model("phased_tcp", rack()).params()["split_noise"] == DEFAULT_SPLIT
+
+
+def test_the_split_is_the_mean_of_seeded_draws():
+    c = rack()
+    cap = [link.capacity_Bps for link in c.links]
+    jobs = [phased_job(c, ring(c, k, 50.0), cap, 0.0) for k in (0, 1)]
+    waits = {"a": 0.0, "b": 0.0}
+    one = locked_iterations(jobs, cap, waits, 1.5, 0.0, 0.2, draws=1)
+    many = locked_iterations(jobs, cap, waits, 1.5, 0.0, 0.2)
+    assert locked_iterations(jobs, cap, waits, 1.5, 0.0, 0.2) == many
+    assert one != many and SPLIT_DRAWS > 1
+    assert locked_iterations(jobs, cap, waits, 1.5, 0.0, 0.0) == locked_iterations(jobs, cap, waits, 1.5, 0.0)
+
+
+@pytest.mark.parametrize("bad", [-0.1, math.nan, math.inf, True, "0.1"])
+def test_bad_split_noise_is_refused(bad):
+    with pytest.raises(ConfigError, match="split_noise"):
+        make_perf_model("phased_tcp", rack(), split_noise=bad)
 
 
 def test_equal_periods_and_group_size():

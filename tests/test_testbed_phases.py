@@ -10,6 +10,7 @@ import pytest
 
 from ddlsched.cluster.topology import GBIT, Cluster, GPUType, ServerSpec
 from ddlsched.perf.base import Placement
+from ddlsched.perf.phase_lock import DEFAULT_SPLIT
 from ddlsched.perf.phased_exact import phased_job, simulate_phases
 from ddlsched.testbed.fabric import scaled_cluster
 from ddlsched.testbed.phase_replay import replay_phases
@@ -200,3 +201,18 @@ def test_the_split_variant_takes_sigma_from_the_calibration_and_none_without():
     assert comm(cal, {**ex, "split": True}) != comm(cal, ex)
     bare = {"common": {"efficiency": 0.96}}  # no fitted TCP rule: no σ either
     assert comm(bare, {**ex, "split": True}) == comm(bare, ex)
+
+
+def test_phased_tcp_takes_the_calibrated_split_for_its_locked_replay():
+    # the default physics' locked replay uses the calibration's σ like its γ, κ; without one, its own default
+    cl = rack()
+    cal = {"common": {"efficiency": 0.96}, "tcp": {"tcp_exponent": 1.2, "tcp_own_queue": 0.5, "split_noise": 0.3}}
+
+    def comm(calibration, extra=None):
+        return {k: p.comm_s for k, p in predict(cl, pair(0.0), "phased_tcp", calibration, extra=extra).items()}
+
+    assert comm(cal) == comm(cal, {"split_noise": 0.3})
+    assert comm(cal) != comm(cal, {"split_noise": 0.0})
+    assert comm(cal, {"split_noise": 0.0}) != comm(cal, {"split_noise": DEFAULT_SPLIT})
+    bare = {"common": {"efficiency": 0.96}}
+    assert comm(bare) == comm(bare, {"split_noise": DEFAULT_SPLIT})

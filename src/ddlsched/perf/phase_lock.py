@@ -10,12 +10,16 @@ with, not by random relative phases; a fluid model that averages over random pha
 :func:`locked_iterations` replays such a group phase by phase (``phased_exact.PhaseClock``, with the TCP rule of
 §12) from the offsets of their next iteration starts, and returns each ring's mean iteration over a few
 iterations after a short warm-up: the steady state the offset leads to. It is deterministic and cheap for the
-small groups it is used for (:data:`LOCK_MAX` rings, :data:`ITERATIONS` iterations each).
+small groups it is used for (:data:`LOCK_MAX` rings, :data:`ITERATIONS` iterations each). With TCP's uneven split
+(``split_noise`` σ > 0, docs/physics.md §14) every communication phase draws a random weight on its share, so rings
+that start aligned drift apart; the result is then the mean over :data:`SPLIT_DRAWS` replays with the seeded
+streams ``split-0``, ``split-1``, … (deterministic).
 """
 
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Mapping, Sequence
 
 from ddlsched.perf.phased_exact import PhaseClock, PhasedJob
@@ -25,10 +29,17 @@ LOCK_ITERATIONS = 6.0
 ``lock_iterations``): measured on the emulated cluster, two equal 4-rings started aligned and opposite, two runs
 each, kept their start offset within 0.1 of a period for 2, 6, 6 and 8 iterations, median 6
 (``benchmarks/offset_persistence_testbed.py --reuse``, docs/physics.md §15); afterwards random phases."""
+DEFAULT_SPLIT = 0.125
+"""TCP's uneven split σ (docs/physics.md §14) in the locked replay when no calibration gives one (``phased_tcp``'s
+``split_noise``): the median of the eleven values fitted by ``ddlsched testbed calibrate`` in recorded sessions
+(runs 16–24 and two long runs: 0.075, 0.1, 0.125 ×5, 0.15, 0.175, 0.225, 0.25; docs/validation.md)."""
 LOCK_MAX = 4  # at most this many rings in a component replayed as a locked group (else the fluid expectation)
 PERIOD_TOL = 1e-6  # alone periods within this relative difference count as equal
 WARMUP = 2  # iterations of each ring left out of the mean (the group settles into its steady state)
 ITERATIONS = 6  # iterations of each ring replayed in all (the mean is over ITERATIONS − WARMUP)
+SPLIT_DRAWS = 32
+"""Replays averaged when the uneven split is on: the cost of a lock grows with it (docs/validation.md, "Cost"); the
+sampling error of the mean is measured in docs/physics.md §15."""
 
 
 def alone_period(j: PhasedJob) -> float:
@@ -45,10 +56,40 @@ def equal_periods(jobs: Sequence[PhasedJob]) -> bool:
 
 
 def locked_iterations(jobs: Sequence[PhasedJob], cap: Sequence[float], waits: Mapping[str, float],
-                      tcp_exponent: float, tcp_own_queue: float) -> dict[str, float]:
+                      tcp_exponent: float, tcp_own_queue: float, split_noise: float = 0.0,
+                      draws: int | None = None) -> dict[str, float]:
     """Mean iteration of every job over its iterations ``WARMUP+1 … ITERATIONS`` when job k begins its next
-    iteration ``waits[k]`` seconds from now and the senders of the moment share links by the TCP rule."""
-    clock = PhaseClock(cap, tcp_exponent, tcp_own_queue)
+    iteration ``waits[k]`` seconds from now and the senders of the moment share links by the TCP rule; with
+    ``split_noise`` σ > 0 the mean of that over ``draws`` (default :data:`SPLIT_DRAWS`) replays with the uneven
+    split."""
+    even = PhaseClock(cap, tcp_exponent, tcp_own_queue)
+    periods = _replay(jobs, waits, even)
+    if not split_noise or not even.met:
+        return periods  # rings that never send at once never share a link: the split cannot move them
+    draws = SPLIT_DRAWS if draws is None else draws
+    total = dict.fromkeys(waits, 0.0)
+    for i in range(draws):
+        clock = PhaseClock(cap, tcp_exponent, tcp_own_queue, split_noise, random.Random(f"split-{i}"))
+        for k, t in _replay(jobs, waits, clock).items():
+            total[k] += t
+    return within_capacity(jobs, {k: t / draws for k, t in total.items()}, cap)
+
+
+def within_capacity(jobs: Sequence[PhasedJob], periods: Mapping[str, float], cap: Sequence[float]) -> dict[str, float]:
+    """``periods`` stretched so that every link's mean load Σ_j m_jl·V_j/T_j stays within its capacity: each ring's
+    period times the largest overload factor among its links (1 when none is overloaded). With the split, each
+    ring's mean is taken over its own iterations (they end at different times once the rings drift apart), so the
+    means can add up to more than the link carries: by up to 5–6 % on the validation suite's locks (15 of 56 in
+    run 22 stretched); without the split the rings' windows agree and no link is overloaded."""
+    load: dict[int, float] = {}
+    for j in jobs:
+        for lid, m in j.use.items():
+            load[lid] = load.get(lid, 0.0) + m * j.bytes_per_hop / periods[j.job_id]
+    return {j.job_id: periods[j.job_id] * max([1.0, *(load[lid] / cap[lid] for lid in j.use)]) for j in jobs}
+
+
+def _replay(jobs: Sequence[PhasedJob], waits: Mapping[str, float], clock: PhaseClock) -> dict[str, float]:
+    """One replay of :func:`locked_iterations` on ``clock``."""
     for j in jobs:
         clock.add(j, waits[j.job_id])
     done = dict.fromkeys(waits, 0)

@@ -144,6 +144,7 @@ class PhaseClock:
         # rates of each set of senders seen since the jobs last changed (the sharing rules are pure functions of
         # the senders; a replay revisits the same few sets thousands of times). Unused with the uneven split.
         self._rates_memo: dict[tuple[str, ...], dict[str, float]] = {}
+        self.met = False  # whether two jobs ever sent at once (until then the shares, and the split, change nothing)
 
     def add(self, j: PhasedJob, wait: float = 0.0) -> None:
         """Start ``j``: ``wait`` seconds, then its first compute phase."""
@@ -164,6 +165,8 @@ class PhaseClock:
         sending = [self.jobs[k] for k in sorted(self.jobs) if self.phase[k] == 1 and self.bytes_left[k] > 0]
         bias = self.bias if self.split_noise else None
         key = tuple(j.job_id for j in sending)
+        if len(sending) > 1:
+            self.met = True
         memo = self._rates_memo.get(key) if bias is None else None
         if memo is not None:
             rates = memo

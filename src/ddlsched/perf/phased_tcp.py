@@ -24,9 +24,9 @@ of equally:
   expectation counts the other rings at their equal share while the floor gives j max-min's redistribution).
 
 With γ = 0 every weight is 1 and the model is ``phased`` wherever ``phased``'s mean loads are feasible (the
-same floats: the floor is then the same max-min filling). Why no uneven split (§14): in the fluid model phases
-are already independent and random, which is where the split's drift leads; the split's effect on aligned pairs
-has no meaning without phase offsets.
+same floats: the floor is then the same max-min filling). TCP's uneven split (§14, ``split_noise`` σ) acts only in
+the phase lock's replay (:mod:`ddlsched.perf.phase_lock`): in the fluid model phases are already independent and
+random, which is where the split's drift leads.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from ddlsched.cluster.topology import Cluster
 from ddlsched.perf.base import IterationTime
 from ddlsched.perf.duty_kernel import EXACT_SETS_MAX, DutyBatches, leave_one_out
 from ddlsched.perf.phase_lock import (
+    DEFAULT_SPLIT,
     LOCK_ITERATIONS,
     LOCK_MAX,
     equal_periods,
@@ -77,11 +78,12 @@ class PhasedTcpContention(PhasedContention):
     # the constructor's keyword parameters, for ``perf.constructor_params`` when this module is compiled
     init_params: ClassVar[Mapping[str, str]] = {
         "efficiency": "float", "overlap": "float", "tcp_exponent": "float", "tcp_own_queue": "float",
-        "phase_lock": "bool", "lock_iterations": "float"}
+        "phase_lock": "bool", "lock_iterations": "float", "split_noise": "float"}
 
     def __init__(self, cluster: Cluster, efficiency: float = 1.0, overlap: float = 0.0,
                  tcp_exponent: float = DEFAULT_EXPONENT, tcp_own_queue: float = DEFAULT_OWN_QUEUE,
-                 phase_lock: bool = True, lock_iterations: float = LOCK_ITERATIONS) -> None:
+                 phase_lock: bool = True, lock_iterations: float = LOCK_ITERATIONS,
+                 split_noise: float = DEFAULT_SPLIT) -> None:
         super().__init__(cluster, efficiency, overlap)
         check_params(tcp_exponent, tcp_own_queue)
         if not isinstance(phase_lock, bool):
@@ -90,10 +92,14 @@ class PhasedTcpContention(PhasedContention):
                 or not lock_iterations > 0:
             raise ValueError(f"lock_iterations must be a number > 0 (a large one locks for the component's "
                              f"whole life), not {lock_iterations!r}")
+        if isinstance(split_noise, bool) or not isinstance(split_noise, (int, float)) \
+                or not (math.isfinite(split_noise) and split_noise >= 0):
+            raise ValueError(f"split_noise must be a finite number >= 0 (0: no uneven split), not {split_noise!r}")
         self.tcp_exponent = tcp_exponent
         self.tcp_own_queue = tcp_own_queue
         self.phase_lock = phase_lock
         self.lock_iterations = float(lock_iterations)
+        self.split_noise = float(split_noise)
         self._now: float | None = None  # the caller's clock, once it calls advance (phase locking needs it)
         self._ref: dict[str, tuple[float, float]] = {}  # job → (time, iterations done then) under its current pace
         self._lock_end: dict[frozenset[str], float] = {}  # locked component → when its lock ends
@@ -103,7 +109,8 @@ class PhasedTcpContention(PhasedContention):
 
     def params(self) -> dict[str, Any]:
         return {**super().params(), "tcp_exponent": self.tcp_exponent, "tcp_own_queue": self.tcp_own_queue,
-                "phase_lock": self.phase_lock, "lock_iterations": self.lock_iterations}
+                "phase_lock": self.phase_lock, "lock_iterations": self.lock_iterations,
+                "split_noise": self.split_noise}
 
     # ------------------------------------------------------------------ phase locking (the caller's clock)
     def advance(self, now: float) -> Mapping[str, IterationTime]:
@@ -183,7 +190,8 @@ class PhasedTcpContention(PhasedContention):
                 waits[k] = (math.ceil(p) - p) * self._times[k].total_s
             else:
                 waits[k] = 0.0  # starting now
-        periods = locked_iterations(list(jobs.values()), self._cap, waits, self.tcp_exponent, self.tcp_own_queue)
+        periods = locked_iterations(list(jobs.values()), self._cap, waits, self.tcp_exponent, self.tcp_own_queue,
+                                    self.split_noise)
         if key not in self._lock_end:
             # the lock ends when the first of its rings has run lock_iterations iterations in it
             end = now + min(waits[k] + self.lock_iterations * periods[k] for k in jobs)

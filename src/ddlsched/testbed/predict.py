@@ -146,6 +146,10 @@ def predict(cluster: Cluster, jobs: Sequence[JobRun], model_name: str, calibrati
     if tcp_rule and calibration and "tcp" in calibration:
         # the calibrated TCP rule (γ, κ), unless ``extra`` sets them
         params = {**{k: calibration["tcp"][k] for k in TCP_KEYS if k in calibration["tcp"]}, **params}
+    if calibration and "split_noise" in (calibration.get("tcp") or {}) and model_name in PERF_MODELS \
+            and "split_noise" in constructor_params(PERF_MODELS[model_name]):
+        # a model whose TCP rule has the uneven split (phased_tcp's locked replay): the calibrated σ, unless set
+        params.setdefault("split_noise", calibration["tcp"]["split_noise"])
     if params.pop("split", False):
         # the calibrated uneven split σ (docs/physics.md §14), unless ``extra`` sets it; uncalibrated: none
         tcp = (calibration or {}).get("tcp", {})

@@ -199,10 +199,12 @@ EXTRA_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     # the same with TCP's uneven split as calibrated noise on the shares (docs/physics.md §14)
     "phased[exact,fairness=tcp,split]": ("phased", {"exact": True, "fairness": "tcp", "split": True}),
     # plain `phased_tcp` is the default as `simulate` runs it (given the clock: rings of equal period locked to
-    # their offsets for their first 6 iterations, then random phases; docs/physics.md §15); these are its two
-    # limits: random phases throughout, and locked for the component's whole life
+    # their offsets for their first 6 iterations, the split calibrated, then random phases; docs/physics.md §15);
+    # these are its two limits: random phases throughout, and locked for the component's whole life
     "phased_tcp[phase_lock=false]": ("phased_tcp", {"phase_lock": False}),
     "phased_tcp[lock_iterations=1e9]": ("phased_tcp", {"lock_iterations": 1e9}),
+    # and the locked replay without TCP's uneven split (the default until 2026-11-29)
+    "phased_tcp[split_noise=0]": ("phased_tcp", {"split_noise": 0.0}),
 }
 
 
