@@ -1,6 +1,6 @@
 """How many replays the default physics' locked replay needs with TCP's uneven split (docs/physics.md §15).
 
-    PYTHONPATH=src python benchmarks/lock_split_draws.py benchmarks/validation_results/run2[2-4]
+    PYTHONPATH=src python benchmarks/lock_split_draws.py benchmarks/validation_results/run2[2-7]
     PYTHONPATH=src python benchmarks/lock_split_draws.py --draws 8,32,128 RUN_DIR [RUN_DIR ...]
 
 Each RUN_DIR is a saved ``make validate`` output (``runs/`` and ``calibration.json``, as kept in

@@ -20,10 +20,12 @@ from pathlib import Path
 from ddlsched.testbed.validate import error_summary
 
 # the default physics as simulate runs it: the replay, like the engines, passes the clock, so equal rings are locked
-# to their offsets for their first iterations, then random (docs/physics.md §15); its two limits follow
+# to their offsets for their first iterations (with TCP's uneven split), then random (docs/physics.md §15); its two
+# limits and the lock without the split follow
 DEFAULT_ROW = "phased_tcp"
 MODELS = (DEFAULT_ROW, "maxmin", "phased", "none", "flat", "sjf_bco", "abe", "sharing",
-          "phased_tcp[phase_lock=false]", "phased_tcp[lock_iterations=1e9]", "phased[exact,fairness=tcp,split]")
+          "phased_tcp[phase_lock=false]", "phased_tcp[lock_iterations=1e9]", "phased_tcp[split_noise=0]",
+          "phased[exact,fairness=tcp,split]")
 
 
 def jobs_of(report: dict, model: str, run: str) -> list[dict]:
