@@ -5,8 +5,9 @@
 
 Each RUN_DIR is a saved ``make validate`` output (``runs/`` and ``calibration.json``, as kept in
 ``benchmarks/validation_results/runNN``; a folder under ``validation_long_results`` is read at 5× iterations).
-Every run's jobs are predicted as ``ddlsched testbed validate --reuse`` does (each repeat's executed schedule,
-calibrated, σ from the calibration) by ``phased_tcp`` with the locked replay averaged over each number of draws
+Every run's jobs are scored by ``ddlsched testbed validate --reuse``'s own ``evaluate`` (each repeat's executed
+schedule, calibrated, σ from the calibration) for ``phased_tcp`` with the locked replay averaged over each number of
+draws
 (``phase_lock.SPLIT_DRAWS``, seeds ``split-0`` …). Printed per run and per number of draws: communication and JCT
 median and worst |error| (%), with the worst job, and the seconds the predictions took. The shipped default is
 ``SPLIT_DRAWS``; the differences between the rows are the sampling error of the mean.
@@ -21,26 +22,20 @@ from pathlib import Path
 
 from ddlsched.cli.testbed import _scaled
 from ddlsched.perf import phase_lock
-from ddlsched.testbed.calibrate import calibrated_cluster, load_calibration
-from ddlsched.testbed.predict import predict
+from ddlsched.testbed.calibrate import load_calibration
 from ddlsched.testbed.scenarios import VALIDATION, longer
-from ddlsched.testbed.validate import group_repeats, load_validation_runs
+from ddlsched.testbed.validate import evaluate, load_validation_runs
 
 
 def errors(run_dir: Path) -> dict[str, tuple[float, float]]:
     """Per job: (communication error, JCT error) of the default, calibrated, the repeats averaged."""
     cal = load_calibration(run_dir / "calibration.json")
-    cluster = calibrated_cluster(_scaled("tb32", 100.0, None)[0], cal)
     scale = 5 if "long" in str(run_dir.resolve()) else 1
-    out: dict[str, tuple[float, float]] = {}
-    for scen, runs in group_repeats(load_validation_runs(longer(VALIDATION, scale), run_dir / "runs")):
-        preds = [predict(cluster, r.run.as_executed(scen.jobs), "phased_tcp", cal) for r in runs]
-        for j in scen.jobs:
-            meas = [r.run.jobs[j.job_id] for r in runs]
-            comm = statistics.mean(p[j.job_id].comm_s for p in preds) / statistics.mean(m.comm_s for m in meas)
-            jct = statistics.mean(p[j.job_id].jct_s for p in preds) / statistics.mean(m.jct_s for m in meas)
-            out[f"{scen.name}/{j.job_id}"] = (comm - 1, jct - 1)
-    return out
+    results = load_validation_runs(longer(VALIDATION, scale), run_dir / "runs")
+    report = evaluate(_scaled("tb32", 100.0, None)[0], results, cal, labels=["phased_tcp"], kinds=["calibrated"])
+    return {f"{j['scenario']}/{j['job']}": (j["predicted"]["phased_tcp/calibrated"]["comm_err"],
+                                            j["predicted"]["phased_tcp/calibrated"]["jct_err"])
+            for j in report["jobs"]}
 
 
 def main() -> None:

@@ -117,14 +117,16 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
-def evaluate(cluster: Cluster, results: Sequence[ScenarioResult],
-             calibration: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Per-job predictions of every model/variant and the summary error table; the runs of a scenario (repeats)
-    are scored together: measured = mean over the runs, predicted = mean of each run's prediction."""
+def evaluate(cluster: Cluster, results: Sequence[ScenarioResult], calibration: Mapping[str, Any] | None,
+             labels: Sequence[str] | None = None, kinds: Sequence[str] = ("raw", "calibrated")) -> dict[str, Any]:
+    """Per-job predictions of every model/variant (or of ``labels`` only, in the ``kinds`` of parameters asked
+    for) and the summary error table; the runs of a scenario (repeats) are scored together: measured = mean over
+    the runs, predicted = mean of each run's prediction."""
     variants: list[tuple[str, str, Cluster, Mapping[str, Any] | None]] = []
-    for name in model_labels():
-        variants.append((name, "raw", cluster, {"raw": RAW_PARAMS}))
-        if calibration:
+    for name in model_labels() if labels is None else labels:
+        if "raw" in kinds:
+            variants.append((name, "raw", cluster, {"raw": RAW_PARAMS}))
+        if calibration and "calibrated" in kinds:
             variants.append((name, "calibrated", calibrated_cluster(cluster, calibration), calibration))
     jobs: list[dict[str, Any]] = []
     for scen, runs in group_repeats(results):
