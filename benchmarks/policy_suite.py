@@ -129,6 +129,14 @@ def paper_scale(name: str) -> int | None:
     return make_policy(base, params).paper_scale_jobs
 
 
+def network_physics(ran: str, asked: str | None) -> str:
+    """The network physics a run used: the summary's, except that a GPU-sharing policy's ``sharing`` physics wraps
+    the network physics asked for (or the default), which the summary does not name."""
+    from ddlsched.perf import DEFAULT_PERF_MODEL
+
+    return (asked or DEFAULT_PERF_MODEL) if ran == "sharing" else ran
+
+
 class Cut(Exception):
     pass
 
@@ -178,7 +186,7 @@ def run_one(name: str, sl: Slice, cluster: str, scale: float, seed: int, limit: 
            "jobs": s["jobs"], "completed": s["jobs_completed"], "offered": round(s["offered_load"], 3),
            "avg_jct_s": s["avg_jct_s"], "p99_jct_s": s["p99_jct_s"], "makespan_s": s["makespan_s"],
            "max_slowdown": max(slow, default=math.nan), "preemptions": s["preemptions"],
-           "perf_model": s["perf_model"],
+           "perf_model": network_physics(s["perf_model"], perf_model),
            "wall_s": round(time.perf_counter() - t0, 2)}
     if len(per_user) > 1:
         row["worst_tenant_slowdown"] = max(statistics.fmean(v) for v in per_user.values())
@@ -419,8 +427,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.perf_model is not None and a.perf_model not in PERF_MODELS:
         ap.error(f"--perf-model: unknown {a.perf_model!r} (one of {', '.join(PERF_MODELS)})")
     wanted = a.perf_model or DEFAULT_PERF_MODEL
-    other = sorted({r.get("perf_model", "maxmin") for r in runs if r.get("model") != "taskdag"} - {wanted})
-    if other:  # runs saved before the field existed ran under maxmin, the default physics then
+    # runs saved before the field existed ran under maxmin, the default physics then; "sharing" was saved for the
+    # GPU-sharing policies before network_physics, and names no network: those rows are not checked
+    other = sorted({r.get("perf_model", "maxmin") for r in runs if r.get("model") != "taskdag"} - {wanted, "sharing"})
+    if other:
         ap.error(f"--perf-model: {log} holds runs under {', '.join(other)}, not {wanted}: name that physics with "
                  "--perf-model or pick another --out")
     have = {(r["slice"], r["cluster"], r["load"], r["policy"], r["seed"]) for r in runs}

@@ -307,7 +307,8 @@ def _trace(seed: int, n: int, models: Sequence[str] = ("m", "small")) -> list[Jo
 
 
 @pytest.mark.parametrize(("policy", "report_s"), [("fifo", 60.0), ("fifo+pack", 60.0), ("tiresias", 60.0),
-                                                ("delay-sched", 60.0), ("srtf", 60.0), ("tiresias", 7.0),
+                                                ("delay-sched", 60.0), ("srtf", 60.0), ("hindsight", 60.0),
+                                                ("tiresias", 7.0), ("hindsight", 7.0),
                                                 ("delay-sched", 7.0)])
 def test_twin_reproduces_the_simulation(policy, report_s):
     """Same starts in the same order, same JCTs (the twin's physics is the simulator's; actions take effect at the

@@ -63,6 +63,14 @@ def test_default_cells_pair_each_slice_with_its_clusters(tmp_path: Path, monkeyp
     from ddlsched.perf import DEFAULT_PERF_MODEL
 
     assert {r["perf_model"] for r in runs} == {DEFAULT_PERF_MODEL}
+    # a GPU-sharing policy runs the network physics inside its sharing physics: saved as that network, so the
+    # folder resumes (it was refused once, its summary saying "sharing")
+    for _ in range(2):
+        assert suite.main(["--policies", "fifo+consolidated,sjf-bsbf", "--clusters", "rack256",
+                           "--out", str(tmp_path)]) == 0
+    runs = [json.loads(x) for x in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert [r["policy"] for r in runs] == ["fifo+consolidated", "fifo+consolidated", "sjf-bsbf"]
+    assert {r["perf_model"] for r in runs} == {DEFAULT_PERF_MODEL}
     with pytest.raises(SystemExit) as e:
         suite.main(["--policies", "fifo+consolidated", "--perf-model", "maxmin", "--out", str(tmp_path)])
     assert e.value.code == 2

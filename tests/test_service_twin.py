@@ -33,7 +33,7 @@ def _trace(seed: int, n: int) -> list[Any]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("policy", ["fifo", "srtf"])
+@pytest.mark.parametrize("policy", ["fifo", "srtf", "hindsight"])
 def test_twin_through_the_api_equals_simulate(tmp_path: Path, policy: str) -> None:
     from fastapi.testclient import TestClient
 
