@@ -241,9 +241,10 @@ def aggregate(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         seer = [r for r in seeds if r["clairvoyant"] is True]
         for r in cell:
             r.setdefault("rank", "")
-            r["target"] = r["target_same_model"] = ""
+            r["target"] = r["target_same_model"] = r["why"] = ""
         if ours is not None and blind and seer:
             ours["target"] = verdict(ours, blind, seer, load)
+            ours["why"] = why(ours, done, blind[0], seer[0], load)
             same = [r for r in seeds if r["model"] == ours["model"]]
             sb, sc = [r for r in same if r["clairvoyant"] is False], [r for r in same if r["clairvoyant"] is True]
             if sb and sc and (sb[0] is not blind[0] or sc[0] is not seer[0]):
@@ -260,6 +261,36 @@ def verdict(ours: dict[str, Any], blind: list[dict[str, Any]], seer: list[dict[s
     met = vs_blind <= -0.10 and vs_seer <= 0.10
     return (f"{'MET' if met else 'missed'}{'' if load >= 0.7 else ' (load < 0.7: not judged)'}: "
             f"{vs_blind:+.1%} vs best non-clairvoyant {b['policy']}, {vs_seer:+.1%} vs best clairvoyant {c['policy']}")
+
+
+def why(ours: dict[str, Any], done: list[dict[str, Any]], blind: dict[str, Any], seer: dict[str, Any],
+        load: float) -> str:
+    """Why the target is met or missed in a cell, from its runs: is any policy measured (clairvoyant ones and the
+    perfect-predictor variant included) 10 % below the best non-clairvoyant one, and, where hindsight is, does it
+    trail the best clairvoyant one because of its prediction (the perfect-predictor variant is within 10 %) or its
+    mechanisms (that variant is not)."""
+    if load < 0.7:
+        return "not judged (load < 0.7)"
+    best = done[0]
+    gain = best["avg_jct_s"] / blind["avg_jct_s"] - 1
+    vs_blind = ours["avg_jct_s"] / blind["avg_jct_s"] - 1
+    vs_seer = ours["avg_jct_s"] / seer["avg_jct_s"] - 1
+    if vs_blind <= -0.10 and vs_seer <= 0.10:
+        return "met"
+    oracle = next((r for r in done if r["policy"] == "hindsight-oracle"), None)
+    perfect = (f"; the perfect-predictor variant is {oracle['avg_jct_s'] / seer['avg_jct_s'] - 1:+.1%} vs "
+               f"{seer['policy']}" if oracle is not None else "")
+    if gain > -0.10:
+        if best is blind:
+            return (f"out of reach of every policy measured: the best non-clairvoyant seed policy, {label(best)}, is "
+                    f"best of all {len(done)}")
+        return (f"out of reach of every policy measured: the best of all, {label(best)}, is only {gain:+.1%} vs "
+                f"the best non-clairvoyant one, {label(blind)}")
+    if vs_blind <= -0.10:
+        cause = ("prediction" if oracle is not None and oracle["avg_jct_s"] <= 1.10 * seer["avg_jct_s"]
+                 else "mechanisms")
+        return f"trails the clairvoyant {label(seer)} by {vs_seer:+.1%} ({cause}{perfect})"
+    return f"{label(best)} is {gain:+.1%} vs the best non-clairvoyant one, hindsight {vs_blind:+.1%}{perfect}"
 
 
 def target(ours: dict[str, Any]) -> str:
@@ -287,18 +318,19 @@ def markdown(rows: list[dict[str, Any]], command: str) -> str:
     cells: dict[tuple[str, str, float], list[dict[str, Any]]] = {}
     for r in rows:
         cells.setdefault((r["slice"], r["cluster"], r["load"]), []).append(r)
-    summary = ["| cell | hindsight rank | target | predictor median rel. error (log2 bias, p10–p90 coverage) | "
+    summary = ["| cell | hindsight rank | target | why | predictor median rel. error (log2 bias, p10–p90 coverage) | "
                "hindsight-oracle avg JCT h | p99 JCT vs Tiresias | max slowdown (Tiresias) |",
-               "|---|---|---|---|---|---|---|"]
+               "|---|---|---|---|---|---|---|---|"]
     for (sl, cl, load), rs in cells.items():
         ours = next((r for r in rs if r["policy"] == OURS), None)
         oracle = next((r for r in rs if r["policy"] == "hindsight-oracle"), None)
         if ours is not None:
             err, bias, cov = (ours.get(k) for k in ("predictor_err", "predictor_bias", "predictor_coverage"))
             calib = f" ({bias:+.2f}, {cov:.2f})" if isinstance(bias, float) and isinstance(cov, float) else ""
+            reason = ours.get("why") or "-"
             summary.append(f"| {sl} / {cl} / {load} | {ours['rank']} of {sum(1 for r in rs if r['rank'] != '')} | "
-                           f"{target(ours)} | {err:.2f}{calib} |" if isinstance(err, float) else
-                           f"| {sl} / {cl} / {load} | {ours['rank']} | {target(ours)} | - |")
+                           f"{target(ours)} | {reason} | {err:.2f}{calib} |" if isinstance(err, float) else
+                           f"| {sl} / {cl} / {load} | {ours['rank']} | {target(ours)} | {reason} | - |")
             summary[-1] += f" {_h(oracle['avg_jct_s']) if oracle else '-'} |"
             las = next((r for r in rs if r["policy"] == "tiresias+consolidated" and r["rank"] != ""), None)
             summary[-1] += (f" {ours['p99_jct_s'] / las['p99_jct_s'] - 1:+.1%} | {ours['max_slowdown']:.1f} "
@@ -363,7 +395,7 @@ def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
     cols = ["slice", "cluster", "load", "policy", "clairvoyant", "rank", "seeds", "status"]
     cols += [c for m in METRICS for c in (m, m + "_ci")]
     cols += ["predictor_err", "predictor_bias", "predictor_coverage", "worst_tenant_slowdown", "preemptions", "wall_s",
-             "model", "target", "target_same_model"]
+             "model", "target", "target_same_model", "why"]
     tmp = path.with_suffix(".tmp")
     with tmp.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")

@@ -118,3 +118,27 @@ def test_tabulate_runs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     rows = list(csv.DictReader((tmp_path / "cells.csv").open()))
     assert [r["policy"] for r in rows] == ["srtf+consolidated", "hindsight", "tiresias+consolidated"]
     assert "MET: -20.0% vs best non-clairvoyant tiresias+consolidated" in (tmp_path / "suite.md").read_text()
+
+
+@pytest.mark.parametrize(("jcts", "reason"), [
+    ({"hindsight": 80.0, "tiresias+consolidated": 100.0, "srtf+consolidated": 75.0}, "met"),
+    ({"hindsight": 97.0, "tiresias+consolidated": 100.0, "srtf+consolidated": 95.0},
+     "out of reach of every policy measured: the best of all, srtf+consolidated, is only -5.0% vs the best "
+     "non-clairvoyant one, tiresias+consolidated"),
+    ({"hindsight": 85.0, "tiresias+consolidated": 100.0, "srtf+consolidated": 50.0, "hindsight-oracle": 52.0},
+     "trails the clairvoyant srtf+consolidated by +70.0% (prediction; the perfect-predictor variant is +4.0% vs "
+     "srtf+consolidated)"),
+    ({"hindsight": 85.0, "tiresias+consolidated": 100.0, "srtf+consolidated": 50.0, "hindsight-oracle": 70.0},
+     "trails the clairvoyant srtf+consolidated by +70.0% (mechanisms; the perfect-predictor variant is +40.0% vs "
+     "srtf+consolidated)"),
+    ({"hindsight": 101.0, "tiresias+consolidated": 100.0, "srtf+consolidated": 60.0},
+     "srtf+consolidated is -40.0% vs the best non-clairvoyant one, hindsight +1.0%"),
+])
+def test_the_reason_of_each_verdict_comes_from_the_cell(jcts: dict[str, float], reason: str) -> None:
+    suite = load_benchmark("policy_suite")
+    cell = {"slice": "s", "cluster": "c", "load": 0.9, "seed": 0, "status": "ok", "p99_jct_s": 1.0,
+            "makespan_s": 1.0, "max_slowdown": 1.0, "model": "fluid"}
+    seers = {"srtf+consolidated": True, "hindsight-oracle": True}
+    rows = suite.aggregate([{**cell, "policy": p, "avg_jct_s": j, "clairvoyant": seers.get(p, False)}
+                            for p, j in jcts.items()])
+    assert next(r for r in rows if r["policy"] == "hindsight")["why"] == reason
