@@ -130,11 +130,12 @@ def paper_scale(name: str) -> int | None:
 
 
 def network_physics(ran: str, asked: str | None) -> str:
-    """The network physics a run used: the summary's, except that a GPU-sharing policy's ``sharing`` physics wraps
-    the network physics asked for (or the default), which the summary does not name."""
+    """The network physics a run used: the summary's (``ran``; "" for a run cut or refused, which has none), except
+    that a GPU-sharing policy's ``sharing`` physics wraps the network physics asked for (or the default), which the
+    summary does not name."""
     from ddlsched.perf import DEFAULT_PERF_MODEL
 
-    return (asked or DEFAULT_PERF_MODEL) if ran == "sharing" else ran
+    return (asked or DEFAULT_PERF_MODEL) if ran in ("sharing", "") else ran
 
 
 class Cut(Exception):
@@ -169,9 +170,9 @@ def run_one(name: str, sl: Slice, cluster: str, scale: float, seed: int, limit: 
                               window=sl.window, load_scale=scale, seed=seed, trace_options=sl.trace_options(),
                               timeseries=False, perf_model=perf_model)
     except Cut:
-        return {"status": f"timeout > {limit:g} s"}
+        return {"status": f"timeout > {limit:g} s", "perf_model": network_physics("", perf_model)}
     except DdlschedError as e:
-        return {"status": f"error: {str(e)[:200]}"}
+        return {"status": f"error: {str(e)[:200]}", "perf_model": network_physics("", perf_model)}
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
     s = r.summary
@@ -460,8 +461,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--perf-model: unknown {a.perf_model!r} (one of {', '.join(PERF_MODELS)})")
     wanted = a.perf_model or DEFAULT_PERF_MODEL
     # runs saved before the field existed ran under maxmin, the default physics then; "sharing" was saved for the
-    # GPU-sharing policies before network_physics, and names no network: those rows are not checked
-    other = sorted({r.get("perf_model", "maxmin") for r in runs if r.get("model") != "taskdag"} - {wanted, "sharing"})
+    # GPU-sharing policies before network_physics, and names no network, and a run cut or refused was saved without
+    # the field: those rows are not checked
+    other = sorted({r.get("perf_model", "maxmin") for r in runs if r.get("model") != "taskdag"
+                    and (r["status"] == "ok" or "perf_model" in r)} - {wanted, "sharing"})
     if other:
         ap.error(f"--perf-model: {log} holds runs under {', '.join(other)}, not {wanted}: name that physics with "
                  "--perf-model or pick another --out")

@@ -142,3 +142,24 @@ def test_the_reason_of_each_verdict_comes_from_the_cell(jcts: dict[str, float], 
     rows = suite.aggregate([{**cell, "policy": p, "avg_jct_s": j, "clairvoyant": seers.get(p, False)}
                             for p, j in jcts.items()])
     assert next(r for r in rows if r["policy"] == "hindsight")["why"] == reason
+
+
+def test_a_cut_run_names_its_physics_and_a_folder_holding_one_resumes(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from ddlsched.perf import DEFAULT_PERF_MODEL
+
+    suite = load_benchmark("policy_suite")
+    cut = suite.run_one("fifo+consolidated", suite.SLICES["quick"], "n8g8", 1.0, 0, 1e-4)
+    assert cut == {"status": "timeout > 0.0001 s", "perf_model": DEFAULT_PERF_MODEL}
+    ok = {"slice": "quick", "cluster": "n8g8", "load": 0.9, "seed": 0, "status": "ok", "avg_jct_s": 1.0,
+          "p99_jct_s": 1.0, "makespan_s": 1.0, "max_slowdown": 1.0, "model": "fluid", "clairvoyant": False,
+          "policy": "fifo+consolidated", "perf_model": DEFAULT_PERF_MODEL}
+    legacy_cut = {k: ok[k] for k in ("slice", "cluster", "load", "seed", "model")} | {
+        "policy": "sjf+consolidated", "clairvoyant": True, "status": "timeout > 120 s"}  # saved without the field
+    (tmp_path / "runs.jsonl").write_text(json.dumps(ok) + "\n" + json.dumps(legacy_cut) + "\n")
+    monkeypatch.setattr(suite, "offered_unscaled", lambda *a: 0.5)
+    monkeypatch.setattr(suite, "run_one", lambda *a: pytest.fail("a saved run was run again"))
+    assert suite.main(["--slices", "quick", "--clusters", "n8g8", "--loads", "0.9", "--seeds", "0", "--policies",
+                       "fifo+consolidated,sjf+consolidated", "--out", str(tmp_path)]) == 0
