@@ -163,3 +163,17 @@ def test_a_cut_run_names_its_physics_and_a_folder_holding_one_resumes(tmp_path: 
     monkeypatch.setattr(suite, "run_one", lambda *a: pytest.fail("a saved run was run again"))
     assert suite.main(["--slices", "quick", "--clusters", "n8g8", "--loads", "0.9", "--seeds", "0", "--policies",
                        "fifo+consolidated,sjf+consolidated", "--out", str(tmp_path)]) == 0
+
+
+def test_the_docs_targets_table_is_the_saved_suites() -> None:
+    """docs/policies/hindsight.md shows the saved field's targets table as `--tabulate` wrote it (one meaning per
+    number: the page cannot drift from the runs)."""
+    root = Path(__file__).resolve().parents[1]
+
+    def table(text: str, heading: str) -> list[str]:
+        lines = text.split(heading, 1)[1].strip().splitlines()
+        return lines[: next((i for i, line in enumerate(lines) if not line.startswith("|")), len(lines))]
+
+    saved = table((root / "benchmarks/policy_suite_results/suite.md").read_text(), "## Targets cell by cell")
+    shown = table((root / "docs/policies/hindsight.md").read_text(), "### Targets cell by cell")
+    assert len(saved) == 2 + 29 and shown == saved
